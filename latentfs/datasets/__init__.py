@@ -1,0 +1,1 @@
+"""latentfs.datasets."""
