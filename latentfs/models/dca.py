@@ -29,6 +29,7 @@ import pyro
 import pyro.distributions as dist
 import torch
 from pyro import poutine
+from pyro.poutine.util import site_is_subsample
 from torch.distributions import constraints
 
 from latentfs.data import DataError, check_n_components, check_positive
@@ -127,8 +128,11 @@ class _DCABase:
                 torch.manual_seed(int(seed))
             with torch.no_grad():
                 trace = poutine.trace(fn).get_trace(**kwargs)
-        keep = set(trace.stochastic_nodes) | set(trace.observation_nodes)  # not the plates' index sites
-        return {name: site["value"].detach().cpu().numpy() for name, site in trace.nodes.items() if name in keep}
+        return {
+            name: site["value"].detach().cpu().numpy()
+            for name, site in trace.nodes.items()
+            if site["type"] == "sample" and not site_is_subsample(site)  # not the plates' index sites
+        }
 
 
 class DirichletDCA(_DCABase):
