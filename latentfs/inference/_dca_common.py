@@ -125,8 +125,8 @@ def resolve_model(model: DCAModel, data: DCAData) -> DCAModel:
     """Check K against the data and fill data-dependent defaults (GaP's β)."""
     check_n_components(
         model.n_components,
-        min(data.n_documents, data.n_features),
-        what="the smaller of the numbers of documents and features",
+        data.n_features,
+        what="the number of features: more components than words cannot be told apart",
     )
     model.gamma_vector(data.n_features)  # validates a vector γ's length
     if isinstance(model, GammaPoissonDCA):

@@ -248,7 +248,9 @@ class Posterior:
         attrs = {"latentfs_model": self.model, "latentfs_method": self.method}
         if self.alignment is not None:
             attrs["latentfs_alignment"] = json.dumps(self.alignment)
-        return az.from_dict(posterior=posterior, dims=dims, coords=self.coords, attrs=attrs, **kwargs)
+        idata = az.from_dict(posterior=posterior, dims=dims, coords=self.coords, **kwargs)
+        idata.posterior.attrs.update(attrs)
+        return idata
 
     def __repr__(self) -> str:
         kind = (
