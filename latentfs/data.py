@@ -175,7 +175,7 @@ def as_counts(
     X: Any,
     *,
     name: str = "X",
-    empty_documents: Literal["error", "drop"] = "error",
+    empty_documents: Literal["error", "drop", "keep"] = "error",
     document_names: Sequence[str] | None = None,
     feature_names: Sequence[str] | None = None,
 ) -> CountMatrix:
@@ -187,9 +187,11 @@ def as_counts(
         Non-negative integer counts.
     name : str
         The argument's name, used in error messages.
-    empty_documents : {"error", "drop"}
-        What to do with rows that hold no counts: raise (default), or drop them with a
-        :class:`DataWarning` (``CountMatrix.kept_documents`` says which rows remain).
+    empty_documents : {"error", "drop", "keep"}
+        What to do with rows that hold no counts: raise (default), drop them with a
+        :class:`DataWarning` (``CountMatrix.kept_documents`` says which rows remain), or keep them
+        (in GammaPoissonDCA an empty document is evidence of small scores; in DirichletDCA it only
+        gets its prior).
     document_names, feature_names : sequence of str, optional
         Labels; by default taken from a DataFrame's index/columns or generated.
 
@@ -204,10 +206,8 @@ def as_counts(
     ...
     latentfs.data.DataError: X must hold non-negative integer counts; row 0 column 0 holds 1.5. Pass raw counts (not tf-idf or normalised frequencies), or round them.
     """
-    if empty_documents not in ("error", "drop"):
-        raise DataError(
-            f"empty_documents must be 'error' or 'drop'; got {empty_documents!r}."
-        )
+    if empty_documents not in ("error", "drop", "keep"):
+        raise DataError(f"empty_documents must be 'error', 'drop' or 'keep'; got {empty_documents!r}.")
     raw = _to_array_or_sparse(X, name)
     if sp.issparse(raw):
         csr = raw.astype(np.float64) if raw.dtype.kind in "biuf" else None
@@ -261,7 +261,7 @@ def as_counts(
         csr = sp.csr_matrix(raw.astype(np.float64))
     csr.eliminate_zeros()
     csr.sort_indices()
-    if csr.nnz == 0:
+    if csr.nnz == 0 and empty_documents != "keep":
         raise DataError(f"{name} holds no counts at all (every entry is 0). Pass a non-empty corpus.")
 
     doc_names = _names_from(X, 0, csr.shape[0], "doc", document_names)
@@ -269,12 +269,12 @@ def as_counts(
     lengths = np.diff(csr.indptr)
     empty = np.flatnonzero(lengths == 0)
     kept = np.arange(csr.shape[0])
-    if empty.size:
+    if empty.size and empty_documents != "keep":
         shown = ", ".join(str(i) for i in empty[:5]) + (" …" if empty.size > 5 else "")
         if empty_documents == "error":
             raise DataError(
-                f"{name} has {empty.size} document(s) with no counts (rows {shown}). Remove them, or "
-                "pass empty_documents='drop' to drop them with a warning."
+                f"{name} has {empty.size} document(s) with no counts (rows {shown}). Remove them, pass "
+                "empty_documents='drop' to drop them with a warning, or 'keep' to model them."
             )
         warnings.warn(
             f"dropped {empty.size} empty document(s) of {name} (rows {shown}); "

@@ -67,14 +67,15 @@ def test_counts_rejects_bad_input_with_a_clear_message(bad, match):
 
 def test_empty_documents_error_by_default_and_drop_on_request():
     X = np.array([[1, 0], [0, 0], [2, 1]])
-    with pytest.raises(DataError, match=r"1 document\(s\) with no counts \(rows 1\).*empty_documents='drop'"):
+    with pytest.raises(DataError, match=r"1 document\(s\) with no counts \(rows 1\).*empty_documents='drop'.*'keep'"):
         as_counts(X)
     with pytest.warns(DataWarning, match=r"dropped 1 empty document\(s\) of X \(rows 1\)"):
         counts = as_counts(X, empty_documents="drop")
     assert counts.kept_documents.tolist() == [0, 2]
     assert counts.document_names == ("doc0", "doc2")
-    with pytest.raises(DataError, match="empty_documents must be 'error' or 'drop'"):
-        as_counts(X, empty_documents="keep")
+    assert as_counts(X, empty_documents="keep").n_documents == 3
+    with pytest.raises(DataError, match="empty_documents must be 'error', 'drop' or 'keep'; got 'skip'"):
+        as_counts(X, empty_documents="skip")
 
 
 def test_empty_features_are_kept():

@@ -124,12 +124,19 @@ def theta_objective(topic_word: torch.Tensor, gamma: torch.Tensor, theta_update:
 
 
 def vb_init(model: DCAModel, data: DCAData, generator: torch.Generator, theta_update: str) -> VBState:
-    """Θ with Dirichlet(1)-random columns; a_k = 0.5 (DM) or (Σα + L)/K (GaP), as the chapter says."""
+    """Near-uniform random Θ; a_k = 0.5 (DM) or (Σα + L)/K (GaP), as the chapter says.
+
+    Θ starts as Gamma(100, 1/100) noise, normalised per component (each θ_{jk} within about ±10% of
+    1/J). Measured on planted corpora, this finds better optima of the ``"full"`` objective than
+    Dirichlet(1)-random columns, which commit components to random words early.
+    """
     K, J = model.n_components, data.n_features
-    e = -torch.log(torch.rand(K, J, generator=generator, dtype=data.dtype, device=data.device).clamp_min(1e-300))
-    theta = e / e.sum(-1, keepdim=True)
+    shape = torch.full((K, J), 100.0, dtype=data.dtype, device=data.device)
+    noise = torch._standard_gamma(shape, generator=generator) / 100.0
+    theta = noise / noise.sum(-1, keepdim=True)
     if theta_update == "full":
-        theta = theta * data.doc_lengths.sum() / K + torch.as_tensor(model.gamma_vector(J), dtype=data.dtype, device=data.device)
+        gamma = torch.as_tensor(model.gamma_vector(J), dtype=data.dtype, device=data.device)
+        theta = noise * data.doc_lengths.sum() / (K * J) + gamma
     if isinstance(model, DirichletDCA):
         a = torch.full((data.n_documents, K), 0.5, dtype=data.dtype, device=data.device)
     else:
@@ -185,6 +192,15 @@ def _check_options(theta_update: str, inner_iters: Any, n_restarts: Any) -> None
             raise DataError(f"{name} must be a positive integer; got {v!r}.")
 
 
+def _check_init(init: VBState, model: DCAModel, data: DCAData) -> VBState:
+    shapes = ((data.n_documents, model.n_components), (model.n_components, data.n_features))
+    got = (tuple(init.doc_shape.shape), tuple(init.topic_word.shape))
+    if got != shapes:
+        raise DataError(f"init must hold doc_shape {shapes[0]} and topic_word {shapes[1]}; got {got[0]} and {got[1]}.")
+    kw = {"dtype": data.dtype, "device": data.device}
+    return VBState(doc_shape=init.doc_shape.to(**kw), topic_word=init.topic_word.to(**kw))
+
+
 def fit_vb(
     model: DCAModel,
     X: Any,
@@ -236,7 +252,10 @@ def fit_vb(
     gens = chain_generators(seed, n_restarts, device)
     runs = []
     for r in range(n_restarts):
-        state = init if (init is not None and r == 0) else vb_init(model, data, gens[r], theta_update)
+        if init is not None and r == 0:
+            state = _check_init(init, model, data)
+        else:
+            state = vb_init(model, data, gens[r], theta_update)
         bounds: list[float] = []
 
         def step(s: VBState, _bounds: list[float] = bounds) -> tuple[VBState, float]:
