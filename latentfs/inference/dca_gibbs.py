@@ -27,7 +27,6 @@ from latentfs.inference._dca_common import (
     DCAModel,
     dims_and_coords,
     doc_loglik,
-    log_joint,
     prepare,
     resolve_model,
 )
@@ -107,17 +106,25 @@ def sample_doc_latent(
 
 
 def sample_assignments(
-    data: DCAData, tokens: TokenIndex, topic_word: torch.Tensor, doc_latent: torch.Tensor, generator: torch.Generator
-) -> torch.Tensor:
-    """Each token's component, drawn ∝ latent_k θ_{jk}; returns (S,) in token order."""
+    data: DCAData,
+    tokens: TokenIndex,
+    topic_word: torch.Tensor,
+    doc_latent: torch.Tensor,
+    generator: torch.Generator,
+    return_rates: bool = False,
+) -> Any:
+    """Each token's component, drawn ∝ latent_k θ_{jk}; returns (S,) in token order.
+
+    With ``return_rates``, also returns (Θ latent)_j at each non-zero in the reordered order
+    ``tokens.order`` (the chapter's Fig. 5 step 1c accumulates the likelihood from them).
+    """
     nz = tokens.order
-    cdf = torch.index_select(doc_latent, 0, data.doc[nz]) * torch.index_select(topic_word.T, 0, data.word[nz])
+    cdf = torch.index_select(doc_latent, 0, data.doc[nz]).mul_(torch.index_select(topic_word.T, 0, data.word[nz]))
     cdf = torch.cumsum(cdf, dim=1, out=cdf)
-    rows = torch.cat([torch.arange(tokens.n_single, device=cdf.device), tokens.multi_rows])
     token_cdf = torch.cat([cdf[: tokens.n_single], cdf.index_select(0, tokens.multi_rows)]) if tokens.multi_rows.numel() else cdf
-    u = torch.rand(rows.numel(), 1, generator=generator, dtype=cdf.dtype, device=cdf.device) * token_cdf[:, -1:]
-    k = torch.searchsorted(token_cdf, u).squeeze(1)
-    return k.clamp_max(topic_word.shape[0] - 1)
+    u = torch.rand(token_cdf.shape[0], 1, generator=generator, dtype=cdf.dtype, device=cdf.device) * token_cdf[:, -1:]
+    k = torch.searchsorted(token_cdf, u).squeeze(1).clamp_max_(topic_word.shape[0] - 1)
+    return (k, cdf[:, -1]) if return_rates else k
 
 
 def count_assignments(
@@ -152,6 +159,9 @@ def _hyper(model: DCAModel, data: DCAData) -> dict[str, torch.Tensor]:
     }
     if isinstance(model, GammaPoissonDCA):
         out["beta"] = torch.as_tensor(model.beta, **kw)
+    # constants of log p(w | latent, Θ): Σ_ij log w_ij! and Σ_i log L_i!
+    out["log_factorials"] = data.log_factorials.sum()
+    out["log_lengths_factorial"] = torch.lgamma(data.doc_lengths + 1).sum()
     return out
 
 
@@ -176,13 +186,31 @@ def gibbs_step(
     generator: torch.Generator,
 ) -> GibbsState:
     """One major cycle of Fig. 5: latents | c, then V | latents, Θ, then Θ | V."""
+    return gibbs_step_with_loglik(model, data, tokens, state, hyper, generator)[0]
+
+
+def gibbs_step_with_loglik(
+    model: DCAModel,
+    data: DCAData,
+    tokens: TokenIndex,
+    state: GibbsState,
+    hyper: dict[str, torch.Tensor],
+    generator: torch.Generator,
+) -> tuple[GibbsState, float]:
+    """:func:`gibbs_step`, also returning log p(w | latent, Θ) at the values the V step used (Fig. 5, 1c)."""
     latent = sample_doc_latent(model, state.doc_counts, hyper, generator)
-    assignment = sample_assignments(data, tokens, state.topic_word, latent, generator)
+    assignment, rates = sample_assignments(data, tokens, state.topic_word, latent, generator, return_rates=True)
     doc_counts, word_counts = count_assignments(
         assignment, tokens, data.n_documents, data.n_features, model.n_components, data.dtype
     )
     theta = dirichlet_sample(word_counts + hyper["gamma"], generator)
-    return GibbsState(theta, latent, doc_counts, word_counts, assignment)
+    tiny = torch.finfo(rates.dtype).tiny
+    loglik = float((data.values[tokens.order] * torch.log(rates.clamp_min(tiny))).sum()) - float(hyper["log_factorials"])
+    if isinstance(model, DirichletDCA):
+        loglik += float(hyper["log_lengths_factorial"])
+    else:
+        loglik -= float(latent.sum())
+    return GibbsState(theta, latent, doc_counts, word_counts, assignment), loglik
 
 
 def fit_gibbs(
@@ -215,8 +243,8 @@ def fit_gibbs(
 
     Returns
     -------
-    Posterior with draws; ``trace`` holds the log joint of the bag model after every sweep, warm-up
-    included; ``extras["component_counts"]`` the mean of c_(i) over the kept draws.
+    Posterior with draws; ``trace`` holds log p(w | latent, Θ) of every sweep at the values its V step
+    used (the chapter's Fig. 5, step 1c: a training trace, not a held-out measure), warm-up included; ``extras["component_counts"]`` the mean of c_(i) over the kept draws.
     """
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = resolve_model(model, data)
@@ -233,8 +261,7 @@ def fit_gibbs(
         return gibbs_init(model, data, tokens, hyper, gen)
 
     def step(state: GibbsState, gen: torch.Generator) -> tuple[GibbsState, float]:
-        new = gibbs_step(model, data, tokens, state, hyper, gen)
-        return new, float(log_joint(model, data, new.topic_word, new.doc_latent))
+        return gibbs_step_with_loglik(model, data, tokens, state, hyper, gen)
 
     def collect(state: GibbsState) -> dict[str, np.ndarray]:
         counts_sum[-1] += state.doc_counts

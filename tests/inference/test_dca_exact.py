@@ -371,3 +371,22 @@ def test_expected_log_theta_full_matches_dirichlet_mean_log():
     e = expected_log_theta(lam, "full")
     ref = torch.distributions.Dirichlet(lam[0]).sample((200000,)).log().mean(0)
     assert torch.allclose(e[0], ref, atol=0.02)
+
+
+@pytest.mark.parametrize("model", _models(), ids=["dm", "gap"])
+def test_gibbs_trace_is_the_loglik_at_the_values_the_v_step_used(model):
+    from latentfs.inference.dca_gibbs import gibbs_step_with_loglik
+
+    X = np.array([[2, 1, 0], [0, 1, 3], [1, 1, 1]])
+    data = prepare(X)
+    model = resolve_model(model, data)
+    hyper = gibbs_hyper(model, data)
+    tokens = token_index(data)
+    gen = torch.Generator().manual_seed(0)
+    state = gibbs_init(model, data, tokens, hyper, gen)
+    replay = torch.Generator().manual_seed(9)
+    replay.set_state(gen.get_state())
+    new, loglik = gibbs_step_with_loglik(model, data, tokens, state, hyper, gen)
+    latent = sample_doc_latent(model, state.doc_counts, hyper, replay)  # the same draw the step made
+    assert torch.allclose(latent, new.doc_latent)
+    assert loglik == pytest.approx(float(doc_loglik(model, data, state.topic_word, latent).sum()), rel=1e-12)
