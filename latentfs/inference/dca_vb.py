@@ -14,7 +14,10 @@ The Θ update is an option (digest §1.6.1):
 
 The reported objective is the sum of the per-document bounds (16)/(18), plus the term that makes the
 whole cycle coordinate ascent: Σ_{j,k} γ_j log θ_{jk} for ``"chapter"``, the log prior of Θ for
-``"map"``, and the Θ part of the ELBO for ``"full"``. It never decreases from one cycle to the next.
+``"map"``, and the Θ part of the ELBO for ``"full"``. With the chapter's schedule (one document update
+per cycle, continuing from the last cycle) it never decreases from one cycle to the next; by default
+documents restart each cycle and take three updates (see :func:`fit_vb`), which finds better optima
+sooner but is no longer guaranteed monotone.
 """
 
 from __future__ import annotations
@@ -152,10 +155,13 @@ def vb_step(
     hyper: dict[str, torch.Tensor],
     theta_update: str,
     inner_iters: int = 1,
+    bound_at: str = "input",
 ) -> tuple[VBState, float, float]:
     """One major cycle (Fig. 4): update every a (``inner_iters`` times), then Θ.
 
-    Returns (new state, objective at the input state, bound at the input state).
+    Returns (new state, objective, bound), evaluated at the input state (``bound_at="input"``: the
+    objective then never decreases from cycle to cycle) or at the last inner iteration's a
+    (``bound_at="last"``, used when documents restart every cycle).
     """
     alpha, gamma = hyper["alpha"], hyper["gamma"]
     exp_theta = torch.exp(expected_log_theta(state.topic_word, theta_update))  # θ or exp E[log θ], (K, J)
@@ -166,10 +172,11 @@ def vb_step(
         exp_doc = torch.exp(elog_doc)  # (I, K)
         z = data.rates_at_nonzeros(exp_doc, exp_theta)  # Z_j at each non-zero
         ratio = data.values / z  # w_j / Z_j
-        if it == 0:
+        if it == (0 if bound_at == "input" else inner_iters - 1):
             bound = vb_doc_bound(model, data, a, elog_doc, torch.log(z), hyper).sum()
             objective = bound + theta_objective(state.topic_word, gamma, theta_update)
-            # Θ statistics S_jk = Σ_i w_j n_jk, from the responsibilities at the input a (eq. 15)
+        if it == inner_iters - 1:
+            # Θ statistics S_jk = Σ_i w_j n_jk from the responsibilities that give the final a (eq. 15)
             stats = exp_theta * (data.csr_t(ratio) @ exp_doc).T
         a = alpha + exp_doc * (data.csr(ratio) @ exp_theta.T)  # eq. (14)/(17)
     theta = _theta_from_stats(stats, gamma, theta_update)
@@ -208,7 +215,8 @@ def fit_vb(
     theta_update: str = "chapter",
     max_iter: int = 500,
     tol: float = 1e-5,
-    inner_iters: int = 1,
+    inner_iters: int = 3,
+    doc_restart: bool = True,
     n_restarts: int = 1,
     seed: int | torch.Generator | None = None,
     dtype: torch.dtype = torch.float64,
@@ -218,6 +226,7 @@ def fit_vb(
     warn: bool = True,
     init: VBState | None = None,
     num_ll_draws: int = 100,
+    callback: Any = None,
 ) -> Posterior:
     """Fit a DCA model by mean-field VB (``latentfs.fit(model, X, method="vb", ...)``).
 
@@ -228,6 +237,13 @@ def fit_vb(
     max_iter, tol : stop after ``max_iter`` cycles, or when the objective's relative change ≤ ``tol``.
     inner_iters : int
         Document updates per cycle (the chapter's Fig. 4 uses 1).
+    doc_restart : bool
+        Restart every document's a from α + L/K at each cycle before its ``inner_iters`` updates, as batch
+        VB implementations do, instead of continuing from the last cycle. ``inner_iters=1,
+        doc_restart=False`` is the chapter's Fig. 4 exactly (its objective never decreases). The default
+        (3 updates from a restart) was chosen by measurement: on planted corpora with small γ and on the
+        Reuters sample the warm-started scheme settles in visibly worse optima (held-out 0.05–0.1 nats per
+        token lower), while restarts reach scikit-learn's batch optimum 5–8× sooner (benchmarks/RESULTS.md).
     n_restarts : int
         Independent random starts; the one with the highest objective is returned.
     seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
@@ -235,6 +251,8 @@ def fit_vb(
         Warm start (for example the state of an earlier fit, ``result.extras``-compatible).
     num_ll_draws : int
         Draws from q used for the pointwise log-likelihood group of the ArviZ export.
+    callback : callable, optional
+        Called as ``callback(iteration, state, objective)`` after every cycle (monitoring, benchmarks).
 
     Returns
     -------
@@ -246,9 +264,15 @@ def fit_vb(
         objective).
     """
     _check_options(theta_update, inner_iters, n_restarts)
+    if not isinstance(doc_restart, bool):
+        raise DataError(f"doc_restart must be True or False; got {doc_restart!r}.")
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = resolve_model(model, data)
     hyper = _hyper(model, data)
+    restart_shape = (hyper["alpha"] + data.doc_lengths[:, None] / model.n_components).expand(-1, model.n_components)
+    if isinstance(model, GammaPoissonDCA):
+        restart_shape = ((float(model.alpha.sum()) + data.doc_lengths) / model.n_components)[:, None].expand(
+            -1, model.n_components)
     gens = chain_generators(seed, n_restarts, device)
     runs = []
     for r in range(n_restarts):
@@ -259,13 +283,17 @@ def fit_vb(
         bounds: list[float] = []
 
         def step(s: VBState, _bounds: list[float] = bounds) -> tuple[VBState, float]:
-            new, objective, bound = vb_step(model, data, s, hyper, theta_update, inner_iters)
+            if doc_restart:
+                s = VBState(doc_shape=restart_shape, topic_word=s.topic_word)
+            new, objective, bound = vb_step(
+                model, data, s, hyper, theta_update, inner_iters, "last" if doc_restart else "input"
+            )
             _bounds.append(bound)
             return new, objective
 
         run = run_optimizer(
             state, step, max_iter=max_iter, tol=tol, desc=f"{type(model).__name__} VB", progress=progress, warn=warn,
-            remedies="raise max_iter, loosen tol, or use inner_iters > 1",
+            remedies="raise max_iter, loosen tol, or use inner_iters > 1", callback=callback,
         )
         run.info["bounds"] = np.asarray(bounds[: run.n_iter])
         run.info["restart"] = r

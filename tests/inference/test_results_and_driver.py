@@ -183,8 +183,9 @@ def test_vb_restarts_keep_the_best_and_warm_start_continues(corpus):
     assert best.diagnostics["objective"] == max(objs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        short = latentfs.fit(model, corpus["counts"], method="vb", seed=0, max_iter=5)
-    warm = latentfs.fit(model, corpus["counts"], method="vb", init=state_from_posterior(short), max_iter=500, tol=1e-6)
+        short = latentfs.fit(model, corpus["counts"], method="vb", seed=0, max_iter=5, inner_iters=1, doc_restart=False)
+    warm = latentfs.fit(model, corpus["counts"], method="vb", init=state_from_posterior(short), max_iter=500, tol=1e-6,
+                        inner_iters=1, doc_restart=False)
     assert warm.trace[0, 0] >= short.trace[0, -1] - 1e-6 * abs(short.trace[0, -1])
 
 
@@ -193,3 +194,16 @@ def test_summary_has_rhat_for_samplers(gibbs_result):
     assert len(table) == 75 and table["r_hat"].notna().all()
     compact = gibbs_result.summary(["doc_topic"], max_entries=10)
     assert len(compact) == 1
+
+
+def test_chapter_schedule_never_decreases_and_options_are_checked(corpus):
+    seen = []
+    result = latentfs.fit(latentfs.DirichletDCA(3, alpha=0.3), corpus["counts"], method="vb", seed=0, tol=1e-9,
+                          max_iter=300, inner_iters=1, doc_restart=False, callback=lambda i, s, v: seen.append(v))
+    trace = result.trace[0]
+    assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace).max())
+    assert seen == trace.tolist()
+    with pytest.raises(DataError, match="doc_restart must be True or False; got 'yes'"):
+        latentfs.fit(latentfs.DirichletDCA(3), corpus["counts"], method="vb", doc_restart="yes")
+    with pytest.raises(DataError, match=r"inner_iters must be a positive integer; got 0"):
+        latentfs.fit(latentfs.DirichletDCA(3), corpus["counts"], method="vb", inner_iters=0)

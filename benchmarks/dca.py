@@ -1,0 +1,277 @@
+"""DCA engines beside the peers a user would otherwise pick, on the same data, in one process.
+
+    python benchmarks/dca.py [--quick] [--repeats 3] [--out benchmarks/results/dca.md]
+
+Workloads (issue 2): a corpus simulated from DirichletDCA (2,000 documents, 5,000 words, K = 50, ~150
+tokens per document, α = 0.1, γ = 0.01) and the Reuters sample of the `lda` package (K = 20). Every
+library is scored by the same code: per-token held-out log-likelihood by document completion
+(latentfs.evaluate.heldout) on held-out documents, folded in with the same α.
+
+* VB: time for latentfs VB to reach the held-out log-likelihood at which scikit-learn's batch
+  LatentDirichletAllocation finishes, against scikit-learn's own time; gensim's online LdaModel reported.
+* Gibbs: ns per token per sweep for latentfs direct Gibbs, the `lda` package and tomotopy, and the
+  held-out log-likelihood each reaches at (about) equal wall time.
+
+One BLAS/OpenMP thread everywhere; medians of repeats; ratios printed. The machine may be shared:
+quote ratios, not absolute times.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = "1"
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+import torch  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+import latentfs  # noqa: E402
+from latentfs.evaluate.heldout import document_completion, split_documents  # noqa: E402
+from latentfs.inference._dca_common import prepare, resolve_model  # noqa: E402
+from latentfs.inference.dca_gibbs import _hyper as gibbs_hyper  # noqa: E402
+from latentfs.inference.dca_gibbs import gibbs_init, gibbs_step, token_index  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+def machine_info() -> str:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import sklearn
+
+    return (f"{platform.platform()}, {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"torch {torch.__version__}, scikit-learn {sklearn.__version__}, latentfs {latentfs.__version__}; "
+            f"1 thread; load average at start {os.getloadavg()[0]:.1f}")
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+def simulated(quick: bool):
+    n_docs, n_words, K = (600, 2000, 20) if quick else (2000, 5000, 50)
+    model = latentfs.DirichletDCA(K, alpha=0.1, gamma=0.01)
+    rng = np.random.default_rng(0)
+    lengths = rng.poisson(150, size=n_docs + 300).clip(20)
+    sim = model.simulate(n_docs + 300, n_words, doc_length=lengths, seed=0)
+    X = sp.csr_matrix(sim["counts"])
+    train, test = X[:n_docs], X[n_docs:]
+    return f"simulated DirichletDCA {n_docs}x{n_words}, K={K}", train, test, K, 0.1, 0.01, sim["topic_word"]
+
+
+def reuters(quick: bool):
+    from latentfs.datasets import load_reuters
+
+    X = load_reuters().counts
+    rng = np.random.default_rng(0)
+    order = rng.permutation(X.shape[0])
+    test_idx, train_idx = order[:60], order[60:]
+    return "Reuters sample (lda package) 335+60 docs x 4258", X[train_idx], X[test_idx], 20, 0.1, 0.1, None
+
+
+# ------------------------------------------------------------------------------------------ VB
+
+
+def sklearn_batch(train, K, alpha, gamma, split, max_iter, seed):
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lda = LatentDirichletAllocation(n_components=K, doc_topic_prior=alpha, topic_word_prior=gamma,
+                                        learning_method="batch", max_iter=max_iter, evaluate_every=-1,
+                                        random_state=seed)
+        t = time.perf_counter()
+        lda.fit(train)
+        elapsed = time.perf_counter() - t
+    return elapsed, document_completion(lda.components_, None, alpha, split=split)
+
+
+def latentfs_vb_curve(train, K, alpha, gamma, split, max_iter, seed, theta_update, target, dtype):
+    """latentfs.fit with its defaults; held-out checked every 5 cycles (check time excluded)."""
+    model = latentfs.DirichletDCA(K, alpha=alpha, gamma=gamma)
+    record = {"reached": None, "last": None, "check": 0.0, "start": time.perf_counter()}
+
+    def monitor(it, state, _value):
+        if (it + 1) % 5:
+            return
+        t = time.perf_counter()
+        theta = state.topic_word.double().numpy()  # Θ (chapter/map) or λ (full): both normalise to the mean
+        held = document_completion(theta, None, alpha, split=split)
+        record["check"] += time.perf_counter() - t
+        spent = time.perf_counter() - record["start"] - record["check"]
+        record["last"] = (spent, it + 1, held)
+        if record["reached"] is None and held >= target:
+            record["reached"] = (spent, it + 1, held)
+            raise KeyboardInterrupt  # stop the fit here: the target is reached
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        latentfs.fit(model, train, method="vb", theta_update=theta_update, seed=seed, max_iter=max_iter, tol=0.0,
+                     dtype=dtype, empty_documents="drop", num_ll_draws=0, progress=False, callback=monitor)
+    return record["reached"], record["last"]
+
+
+def gensim_online(train, K, alpha, gamma, split, passes, seed):
+    from gensim.matutils import Sparse2Corpus
+    from gensim.models import LdaModel
+
+    corpus = Sparse2Corpus(train, documents_columns=False)
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lda = LdaModel(corpus, num_topics=K, alpha=np.full(K, alpha), eta=gamma, passes=passes, random_state=seed,
+                       id2word={j: str(j) for j in range(train.shape[1])})
+    elapsed = time.perf_counter() - t
+    return elapsed, document_completion(lda.get_topics(), None, alpha, split=split)
+
+
+# ------------------------------------------------------------------------------------------ Gibbs
+
+
+def latentfs_gibbs(train, K, alpha, gamma, split, sweeps, seed, dtype):
+    model = latentfs.DirichletDCA(K, alpha=alpha, gamma=gamma)
+    data = prepare(train, dtype=dtype, empty_documents="drop")
+    model = resolve_model(model, data)
+    hyper = gibbs_hyper(model, data)
+    tokens = token_index(data)
+    gen = torch.Generator().manual_seed(seed)
+    state = gibbs_init(model, data, tokens, hyper, gen)
+    t = time.perf_counter()
+    for _ in range(sweeps):
+        state = gibbs_step(model, data, tokens, state, hyper, gen)
+    elapsed = time.perf_counter() - t
+    theta = (state.word_counts + hyper["gamma"]).double().numpy()
+    return elapsed, document_completion(theta, None, alpha, split=split), int(tokens.doc.numel())
+
+
+def lda_package(train, K, alpha, gamma, split, sweeps, seed):
+    import logging
+
+    import lda
+
+    logging.getLogger("lda").setLevel(logging.ERROR)
+    model = lda.LDA(n_topics=K, n_iter=sweeps, alpha=alpha, eta=gamma, random_state=seed, refresh=10**9)
+    X = sp.csr_matrix(train).astype(np.int64)
+    t = time.perf_counter()
+    model.fit(X)
+    return time.perf_counter() - t, document_completion(model.topic_word_, None, alpha, split=split)
+
+
+def tomotopy_gibbs(train, K, alpha, gamma, split, sweeps, seed):
+    import tomotopy as tp
+
+    model = tp.LDAModel(k=K, alpha=alpha, eta=gamma, seed=seed)
+    X = sp.csr_matrix(train)
+    for i in range(X.shape[0]):
+        lo, hi = X.indptr[i], X.indptr[i + 1]
+        words = np.repeat(X.indices[lo:hi], X.data[lo:hi].astype(int)).astype(str).tolist()
+        if words:
+            model.add_doc(words)
+    model.train(0, workers=1)
+    t = time.perf_counter()
+    model.train(sweeps, workers=1)
+    elapsed = time.perf_counter() - t
+    vocab = {w: j for j, w in enumerate(model.used_vocabs)}
+    theta = np.full((K, X.shape[1]), 1e-12)
+    for k in range(K):
+        dist = model.get_topic_word_dist(k)
+        for w, j in vocab.items():
+            theta[k, int(w)] = dist[j]
+    return elapsed, document_completion(theta, None, alpha, split=split)
+
+
+# ------------------------------------------------------------------------------------------ main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default="benchmarks/results/dca.md")
+    args = parser.parse_args()
+    reps = 1 if args.quick else args.repeats
+    lines = [f"# DCA benchmark ({'quick' if args.quick else 'full'})", "", f"Machine: {machine_info()}", "",
+             f"Command: `python benchmarks/dca.py{' --quick' if args.quick else ''} --repeats {args.repeats}`", ""]
+    with threadpool_limits(1):
+        for load in (simulated, reuters):
+            name, train, test, K, alpha, gamma, truth = load(args.quick)
+            split = split_documents(test, 0.5, seed=0)
+            lines += [f"## {name}", ""]
+            if truth is not None:
+                lines.append(f"Oracle held-out (true Θ): {document_completion(truth, None, alpha, split=split):.4f} nats/token")
+                lines.append("")
+            # ---- VB
+            sk_iter = 10 if args.quick else 40
+            rows = []
+            for r in range(reps):
+                sk_t, sk_h = sklearn_batch(train, K, alpha, gamma, split, sk_iter, r)
+                for tu in ("full", "chapter"):
+                    reached, last = latentfs_vb_curve(train, K, alpha, gamma, split, 400, r, tu, sk_h, torch.float64)
+                    rows.append((r, tu, sk_t, sk_h, reached, last))
+                g_t, g_h = gensim_online(train, K, alpha, gamma, split, 2 if args.quick else 10, r)
+                rows.append((r, "gensim", g_t, g_h, None, None))
+            lines += ["### VB: time to scikit-learn batch LDA's final held-out log-likelihood", "",
+                      f"scikit-learn `LatentDirichletAllocation(learning_method='batch', max_iter={sk_iter})`; latentfs "
+                      "VB from its own random start, held-out checked every 5 cycles (check time excluded).", "",
+                      "| Θ update | sklearn s | sklearn held-out | latentfs s to reach it | cycles | speed-up |",
+                      "|---|---|---|---|---|---|"]
+            for tu in ("full", "chapter"):
+                sel = [x for x in rows if x[1] == tu]
+                sk_ts = [x[2] for x in sel]
+                reached = [x[4] for x in sel]
+                if all(rr is not None for rr in reached):
+                    ours = [rr[0] for rr in reached]
+                    speed = statistics.median(a / b for a, b in zip(sk_ts, ours, strict=True))
+                    lines.append(f"| {tu} | {statistics.median(sk_ts):.2f} | {statistics.median(x[3] for x in sel):.4f} | "
+                                 f"{statistics.median(ours):.2f} | {statistics.median(rr[1] for rr in reached)} | "
+                                 f"**{speed:.1f}×** |")
+                else:
+                    lasts = [x[5] for x in sel]
+                    lines.append(f"| {tu} | {statistics.median(sk_ts):.2f} | {statistics.median(x[3] for x in sel):.4f} | "
+                                 f"not reached in 400 cycles ({statistics.median(lt[0] for lt in lasts):.2f} s, final "
+                                 f"{statistics.median(lt[2] for lt in lasts):.4f}) | – | – |")
+            gen_rows = [x for x in rows if x[1] == "gensim"]
+            lines += ["", f"gensim online LdaModel ({2 if args.quick else 10} passes): "
+                      f"{statistics.median(x[2] for x in gen_rows):.2f} s, held-out "
+                      f"{statistics.median(x[3] for x in gen_rows):.4f}", ""]
+            # ---- Gibbs
+            sweeps = 50 if args.quick else 300
+            res: dict[str, list] = {"latentfs gibbs f32": [], "latentfs gibbs f64": [], "lda": [], "tomotopy": []}
+            for r in range(reps):
+                t, h, n_tok = latentfs_gibbs(train, K, alpha, gamma, split, sweeps, r, torch.float32)
+                res["latentfs gibbs f32"].append((t, h))
+                t, h, _ = latentfs_gibbs(train, K, alpha, gamma, split, sweeps, r, torch.float64)
+                res["latentfs gibbs f64"].append((t, h))
+                res["lda"].append(lda_package(train, K, alpha, gamma, split, sweeps, r))
+                res["tomotopy"].append(tomotopy_gibbs(train, K, alpha, gamma, split, sweeps, r))
+            lda_ns = statistics.median(t for t, _ in res["lda"]) / sweeps / n_tok * 1e9
+            lines += [f"### Gibbs: {sweeps} sweeps over {n_tok} tokens", "",
+                      "| sampler | ns/token/sweep | throughput vs `lda` | held-out after the sweeps |", "|---|---|---|---|"]
+            for key, vals in res.items():
+                ns = statistics.median(t for t, _ in vals) / sweeps / n_tok * 1e9
+                lines.append(f"| {key} | {ns:.0f} | {lda_ns / ns:.2f}× | {statistics.median(h for _, h in vals):.4f} |")
+            lines.append("")
+            print("\n".join(lines[-12:]), flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
