@@ -1,1 +1,28 @@
-"""latentfs.evaluate."""
+"""Honest evaluation: held-out likelihood, cross-indexing, selection stability, Navot's analysis."""
+
+from latentfs.evaluate.cross_indexing import (
+    cross_index_a,
+    cross_index_b,
+    learning_curve,
+    nested_selection_scores,
+    outer_loop_estimate,
+)
+from latentfs.evaluate.heldout import document_completion, fold_in, split_documents
+from latentfs.evaluate.navot import expected_error_mc, optimal_num_features
+from latentfs.evaluate.stability import jaccard_index, kuncheva_index, selection_stability
+
+__all__ = [
+    "cross_index_a",
+    "cross_index_b",
+    "document_completion",
+    "expected_error_mc",
+    "fold_in",
+    "jaccard_index",
+    "kuncheva_index",
+    "learning_curve",
+    "nested_selection_scores",
+    "optimal_num_features",
+    "outer_loop_estimate",
+    "selection_stability",
+    "split_documents",
+]
