@@ -32,6 +32,7 @@ __all__ = [
     "as_counts",
     "as_continuous",
     "as_labels",
+    "as_rng",
     "check_n_components",
     "check_positive",
 ]
@@ -201,10 +202,10 @@ def as_counts(
     >>> counts = as_counts(np.array([[1, 0, 2], [0, 3, 0]]))
     >>> counts.shape, counts.n_tokens
     ((2, 3), 6)
-    >>> as_counts(np.array([[1.5, 0.0]]))
+    >>> as_counts(np.array([[1.5, 0.0]]))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    latentfs.data.DataError: X must hold non-negative integer counts; row 0 column 0 holds 1.5. Pass raw counts (not tf-idf or normalised frequencies), or round them.
+    latentfs.data.DataError: X must hold non-negative integer counts; row 0 column 0 holds 1.5. ...
     """
     if empty_documents not in ("error", "drop", "keep"):
         raise DataError(f"empty_documents must be 'error', 'drop' or 'keep'; got {empty_documents!r}.")
@@ -398,7 +399,9 @@ def check_n_components(n_components: Any, max_allowed: int, *, name: str = "n_co
     return int(n_components)
 
 
-def check_positive(value: Any, name: str, *, shape: tuple[int, ...] | None = None, allow_zero: bool = False) -> np.ndarray:
+def check_positive(
+    value: Any, name: str, *, shape: tuple[int, ...] | None = None, allow_zero: bool = False
+) -> np.ndarray:
     """A positive scalar or array hyperparameter, broadcast to ``shape``; returns float64 array."""
     arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
     if arr is None:
@@ -413,3 +416,23 @@ def check_positive(value: Any, name: str, *, shape: tuple[int, ...] | None = Non
         rule = "non-negative" if allow_zero else "positive"
         raise DataError(f"{name} must be finite and {rule}; got {arr.ravel()[np.flatnonzero(bad.ravel())[0]]}.")
     return arr
+
+
+def as_rng(seed: Any) -> np.random.Generator:
+    """A numpy Generator from ``seed``: an int, None (fresh entropy), a numpy Generator (returned as is) or a
+    torch.Generator (one draw from it seeds the numpy generator). Public functions accept any of these.
+
+    Examples
+    --------
+    >>> int(as_rng(3).integers(10)) == int(as_rng(3).integers(10))
+    True
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and type(seed).__name__ == "Generator" and hasattr(seed, "initial_seed"):
+        import torch
+
+        return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise DataError(f"seed must be an int, a numpy Generator or a torch.Generator; got {seed!r}.")
+    return np.random.default_rng(seed)

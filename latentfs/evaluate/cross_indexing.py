@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.data import DataError, as_continuous, as_labels
+from latentfs.data import DataError, as_continuous, as_labels, as_rng
 
 __all__ = [
     "Curve",
@@ -48,17 +48,6 @@ STATISTICS: dict[str, Callable[..., Any]] = {"mean": np.mean, "median": np.media
 """Location statistic used in place of the means of Reunanen's steps 4.1, 5 and 6."""
 
 
-def _as_rng(seed: Any) -> np.random.Generator:
-    """A numpy Generator from an int, a Generator, a torch.Generator or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and type(seed).__name__ == "Generator" and hasattr(seed, "initial_seed"):
-        import torch
-
-        return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise DataError(f"seed must be an int, a numpy Generator or a torch.Generator; got {seed!r}.")
-    return np.random.default_rng(seed)
 
 
 @dataclass(frozen=True)
@@ -288,7 +277,7 @@ def sequential_forward_selection(
     m = D if max_features is None else int(max_features)
     if not 1 <= m <= D:
         raise DataError(f"max_features must lie in [1, {D}]; got {max_features!r}.")
-    folds = stratified_folds(codes, k, _as_rng(seed))
+    folds = stratified_folds(codes, k, as_rng(seed))
 
     def cv(cols: list[int]) -> float:
         return float(np.mean([
@@ -345,7 +334,7 @@ def nested_selection_scores(
     Xv = as_continuous(X, name="X").values
     codes, _ = as_labels(y, Xv.shape[0])
     k = _check_folds(n_folds, Xv.shape[0])
-    folds = stratified_folds(codes, k, _as_rng(seed))
+    folds = stratified_folds(codes, k, as_rng(seed))
     rows, paths = [], []
     for f in range(k):
         tr, te = folds != f, folds == f

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr
 
-from latentfs.data import DataError
+from latentfs.data import DataError, as_rng
 
 __all__ = [
     "NavotOptimum",
@@ -38,17 +38,6 @@ __all__ = [
 ]
 
 
-def _as_rng(seed: Any) -> np.random.Generator:
-    """A numpy Generator from an int, a Generator, a torch.Generator or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and type(seed).__name__ == "Generator" and hasattr(seed, "initial_seed"):
-        import torch
-
-        return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise DataError(f"seed must be an int, a numpy Generator or a torch.Generator; got {seed!r}.")
-    return np.random.default_rng(seed)
 
 
 def _check_mu(mu: Any) -> np.ndarray:
@@ -147,7 +136,7 @@ def expected_error_mc(
     arr, mm = _check_mu(mu), _check_m(m)
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) or n_repeats < 2:
         raise DataError(f"n_repeats must be an integer ≥ 2; got {n_repeats!r}.")
-    rng = _as_rng(seed)
+    rng = as_rng(seed)
     total = np.zeros(arr.size)
     total_sq = np.zeros(arr.size)
     done = 0
@@ -194,6 +183,6 @@ def make_two_gaussians(mu: Any, m: int, *, seed: Any = None) -> tuple[np.ndarray
     if arr.ndim != 1 or arr.size == 0:
         raise DataError(f"mu must be a non-empty 1-D array; got shape {arr.shape}.")
     mm = int(_check_m(m))
-    rng = _as_rng(seed)
+    rng = as_rng(seed)
     y = rng.choice(np.array([-1, 1]), size=mm)
     return y[:, None] * arr + rng.standard_normal((mm, arr.size)), y

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from latentfs.data import DataError, as_continuous, as_labels
+from latentfs.data import DataError, as_continuous, as_labels, as_rng
 from latentfs.select.base import BaseSelector
 from latentfs.select.weights import FeatureWeights
 
@@ -45,17 +45,6 @@ __all__ = [
 ]
 
 
-def _as_rng(seed: Any) -> np.random.Generator:
-    """A numpy Generator from an int, a Generator, a torch.Generator or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and type(seed).__name__ == "Generator" and hasattr(seed, "initial_seed"):
-        import torch
-
-        return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise DataError(f"seed must be an int, a numpy Generator or a torch.Generator; got {seed!r}.")
-    return np.random.default_rng(seed)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -253,7 +242,7 @@ def forest_relevance(
     if not 0 < gamma < 1:
         raise DataError(f"gamma must lie in (0, 1); got {gamma!r}. It is the test's significance level.")
     records = grow_relevance_forest(
-        Xv.values, codes, n_trees=int(n_trees), dedup_bootstrap=bool(dedup_bootstrap), rng=_as_rng(seed)
+        Xv.values, codes, n_trees=int(n_trees), dedup_bootstrap=bool(dedup_bootstrap), rng=as_rng(seed)
     )
     test = relevance_test(records)
     thr = test.mean_diff > 0

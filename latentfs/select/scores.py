@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri, xlogy
 
-from latentfs.data import DataError, DataWarning, as_counts, as_labels
+from latentfs.data import DataError, DataWarning, as_counts, as_labels, as_rng
 from latentfs.select.base import BaseSelector
 from latentfs.select.weights import FeatureWeights
 
@@ -55,17 +55,6 @@ __all__ = [
 ]
 
 
-def _as_rng(seed: Any) -> np.random.Generator:
-    """A numpy Generator from an int, a Generator, a torch.Generator or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and type(seed).__name__ == "Generator" and hasattr(seed, "initial_seed"):
-        import torch
-
-        return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise DataError(f"seed must be an int, a numpy Generator or a torch.Generator; got {seed!r}.")
-    return np.random.default_rng(seed)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -373,7 +362,7 @@ def text_feature_scores(
         "classes": [c.item() if hasattr(c, "item") else c for c in classes],
     }
     if measure == "random":
-        scores = _as_rng(seed).random(counts.n_features)
+        scores = as_rng(seed).random(counts.n_features)
         return FeatureWeights(scores, "text.random", counts.feature_names, info=info)
     fn, two_class = MEASURES[measure]
     if positive_class is not None and positive_class not in set(classes.tolist()):

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.data import DataError, as_continuous, as_labels, check_n_components
-from latentfs.subspace.random_projection import _as_rng, random_projection_matrix
+from latentfs.data import DataError, as_continuous, as_labels, as_rng, check_n_components
+from latentfs.subspace.random_projection import random_projection_matrix
 
 __all__ = [
     "KERNELS",
@@ -293,7 +293,7 @@ class KernelFeatureMap:
             raise DataError(f"whitening must be 'cholesky' or 'symmetric'; got {self.whitening!r}.")
         Xv = as_continuous(X, name="X").values
         n = Xv.shape[0]
-        rng = _as_rng(self.seed)
+        rng = as_rng(self.seed)
         if isinstance(self.landmarks, str):
             if self.landmarks not in LANDMARK_RULES:
                 raise DataError(
@@ -404,7 +404,7 @@ class RandomHyperplaneWeakLearner:
                 "Use one-vs-rest for more classes."
             )
         signs = np.where(codes == 1, 1.0, -1.0)
-        rng = _as_rng(self.seed)
+        rng = as_rng(self.seed)
         target = 0.5 - self.gamma / 6
         tried = 0
         while tried < self.max_tries:

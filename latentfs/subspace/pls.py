@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.data import DataError, as_continuous, check_n_components
+from latentfs.data import DataError, as_continuous, as_rng, check_n_components
 from latentfs.select.base import BaseSelector
 from latentfs.select.weights import FeatureWeights
 from latentfs.subspace.kernel_features import kernel_matrix
@@ -52,17 +52,6 @@ __all__ = [
 ]
 
 
-def _as_rng(seed: Any) -> np.random.Generator:
-    """A numpy Generator from an int, a Generator, a torch.Generator or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and type(seed).__name__ == "Generator" and hasattr(seed, "initial_seed"):
-        import torch
-
-        return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise DataError(f"seed must be an int, a numpy Generator or a torch.Generator; got {seed!r}.")
-    return np.random.default_rng(seed)
 
 
 def _check_choice(value: Any, name: str, choices: Any) -> Any:
@@ -493,7 +482,7 @@ def vip_scores(
     point = vip(model)
     if n_bootstrap == 0:
         return point
-    rng = _as_rng(seed)
+    rng = as_rng(seed)
     Xv, Yv, _, _ = _validate_xy(X, Y)
     n = Xv.shape[0]
     draws = np.empty((int(n_bootstrap), Xv.shape[1]))

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from latentfs.data import DataError, as_continuous, check_n_components
+from latentfs.data import DataError, as_continuous, as_rng, check_n_components
 
 __all__ = [
     "PROJECTION_KINDS",
@@ -30,17 +30,6 @@ __all__ = [
 ]
 
 
-def _as_rng(seed: Any) -> np.random.Generator:
-    """A numpy Generator from an int, a Generator, a torch.Generator or None."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and type(seed).__name__ == "Generator" and hasattr(seed, "initial_seed"):
-        import torch
-
-        return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise DataError(f"seed must be an int, a numpy Generator or a torch.Generator; got {seed!r}.")
-    return np.random.default_rng(seed)
 
 
 def _gaussian(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -90,7 +79,7 @@ def random_projection_matrix(n_features: int, n_components: int, kind: str = "ga
     n = check_n_components(n_features, 10**12, name="n_features")
     d = check_n_components(n_components, 10**12, name="n_components")
     sampler, scale = PROJECTION_KINDS[kind]
-    return sampler(_as_rng(seed), n, d) * scale(n, d)
+    return sampler(as_rng(seed), n, d) * scale(n, d)
 
 
 def jl_failure_bound(eps: float, n_components: int) -> float:
