@@ -16,7 +16,8 @@ Examples
 from latentfs.data import DataError, DataWarning
 from latentfs.inference import Posterior, fit, load, methods_for
 from latentfs.inference.driver import ConvergenceWarning, InterruptedFitWarning
-from latentfs.models import DirichletDCA, GammaPoissonDCA
+from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
+from latentfs.models.hdda import HDDA, HDDC, HDDAModel
 from latentfs.select.posterior import top_words, word_importance, word_relevance
 from latentfs.select.weights import FeatureWeights
 
@@ -29,6 +30,9 @@ __all__ = [
     "DirichletDCA",
     "FeatureWeights",
     "GammaPoissonDCA",
+    "HDDA",
+    "HDDAModel",
+    "HDDC",
     "InterruptedFitWarning",
     "Posterior",
     "__version__",
