@@ -17,6 +17,7 @@ from latentfs.data import DataError, DataWarning
 from latentfs.inference import Posterior, fit, load, methods_for
 from latentfs.inference.driver import ConvergenceWarning, InterruptedFitWarning
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
+from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
 from latentfs.models.hdda import HDDA, HDDC, HDDAModel
 from latentfs.select.posterior import top_words, word_importance, word_relevance
 from latentfs.select.weights import FeatureWeights
@@ -28,12 +29,15 @@ __all__ = [
     "DataError",
     "DataWarning",
     "DirichletDCA",
+    "FactorAnalysis",
     "FeatureWeights",
     "GammaPoissonDCA",
     "HDDA",
     "HDDAModel",
     "HDDC",
     "InterruptedFitWarning",
+    "LoadingConstraints",
+    "MixtureOfFactorAnalyzers",
     "Posterior",
     "__version__",
     "fit",

@@ -104,7 +104,8 @@ def fold_in(
     for _ in range(max_iter):
         exp_elog = torch.exp(torch.digamma(a) - torch.digamma(a.sum(-1, keepdim=True)))
         weights = exp_elog[doc] * theta_t
-        resp = weights * (w / weights.sum(-1))[:, None]
+        # a word no component can emit (possible with ML/MAP fits) gets no responsibility, not NaN
+        resp = weights * (w / weights.sum(-1).clamp_min(1e-300))[:, None]
         new = a0 + torch.zeros_like(a).index_add_(0, doc, resp)
         change = (new - a).abs().max()
         a = new

@@ -241,8 +241,9 @@ class Posterior:
         dims = {site: list(self.dims.get(site, ())) for site in self.sites}
         kwargs: dict[str, Any] = {}
         if self.log_likelihood is not None:
-            kwargs["log_likelihood"] = {"counts": self.log_likelihood}
-            dims["counts"] = [self.diagnostics.get("observation_dim", "document")]
+            observed = self.diagnostics.get("observed_site", "counts")
+            kwargs["log_likelihood"] = {observed: self.log_likelihood}
+            dims[observed] = [self.diagnostics.get("observation_dim", "document")]
         if self.sample_stats:
             kwargs["sample_stats"] = dict(self.sample_stats)
         attrs = {"latentfs_model": self.model, "latentfs_method": self.method}
@@ -293,7 +294,8 @@ class Posterior:
         for name in arrays:
             if arrays[name].dtype == object:
                 raise DataError(f"cannot save {name!r}: object arrays are not saved (no pickle).")
-        np.savez_compressed(path, __meta__=np.array(json.dumps(meta)), **arrays)
+        arrays["__meta__"] = np.array(json.dumps(meta))
+        np.savez_compressed(path, **arrays)  # type: ignore[arg-type]
         return path
 
     @classmethod

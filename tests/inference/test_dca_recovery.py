@@ -91,3 +91,12 @@ def test_word_weights_rank_a_planted_signature_word_first():
     assert "w7" in importance.top(3)
     top = latentfs.top_words(result, n=1)
     assert top[int(perm[2])] == ["w7"]
+
+
+def test_fold_in_ignores_words_no_component_can_emit():
+    from latentfs.evaluate.heldout import fold_in
+
+    theta = np.array([[0.5, 0.5, 0.0], [0.2, 0.8, 0.0]])  # word 2 has probability 0 everywhere
+    m = fold_in(theta, np.array([[3.0, 1.0, 2.0]]), 0.5)
+    assert np.all(np.isfinite(m)) and np.allclose(m.sum(1), 1.0)
+    assert np.allclose(m, fold_in(theta, np.array([[3.0, 1.0, 0.0]]), 0.5))
