@@ -19,6 +19,7 @@ from latentfs.inference.driver import ConvergenceWarning, InterruptedFitWarning
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
 from latentfs.models.hdda import HDDA, HDDC, HDDAModel
+from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 from latentfs.select.posterior import top_words, word_importance, word_relevance
 from latentfs.select.weights import FeatureWeights
 
@@ -32,10 +33,13 @@ __all__ = [
     "FactorAnalysis",
     "FeatureWeights",
     "GammaPoissonDCA",
+    "GaussianMixture",
     "HDDA",
     "HDDAModel",
     "HDDC",
     "InterruptedFitWarning",
+    "LatentClass",
+    "LatentProfile",
     "LoadingConstraints",
     "MixtureOfFactorAnalyzers",
     "Posterior",

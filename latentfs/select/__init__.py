@@ -1,7 +1,9 @@
 """Feature weights and feature selectors."""
 
 from latentfs.select.base import BaseSelector
+from latentfs.select.factor_weights import communalities, loading_weights, promax, quartimax, rotate, varimax
 from latentfs.select.forest import ForestRelevanceSelector, forest_relevance
+from latentfs.select.mixture_weights import MixtureSeparationSelector, mixture_feature_weights
 from latentfs.select.scores import TextScoreSelector, text_feature_scores
 from latentfs.select.weights import FeatureWeights
 
@@ -9,7 +11,15 @@ __all__ = [
     "BaseSelector",
     "FeatureWeights",
     "ForestRelevanceSelector",
+    "MixtureSeparationSelector",
     "TextScoreSelector",
+    "communalities",
+    "loading_weights",
+    "mixture_feature_weights",
+    "promax",
+    "quartimax",
+    "rotate",
+    "varimax",
     "forest_relevance",
     "text_feature_scores",
 ]
