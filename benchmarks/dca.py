@@ -12,8 +12,8 @@ library is scored by the same code: per-token held-out log-likelihood by documen
 * Gibbs: ns per token per sweep for latentfs direct Gibbs, the `lda` package and tomotopy, and the
   held-out log-likelihood each reaches at (about) equal wall time.
 
-One BLAS/OpenMP thread everywhere; medians of repeats; ratios printed. The machine may be shared:
-quote ratios, not absolute times.
+One BLAS/OpenMP thread everywhere; times are process CPU times (robust to other load on a shared
+machine, and equal to wall time for single-threaded work); medians of repeats; ratios printed.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def machine_info() -> str:
 
     return (f"{platform.platform()}, {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"torch {torch.__version__}, scikit-learn {sklearn.__version__}, latentfs {latentfs.__version__}; "
-            f"1 thread; load average at start {os.getloadavg()[0]:.1f}")
+            f"1 thread, process CPU time; load average at start {os.getloadavg()[0]:.1f}")
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -95,25 +95,25 @@ def sklearn_batch(train, K, alpha, gamma, split, max_iter, seed):
         lda = LatentDirichletAllocation(n_components=K, doc_topic_prior=alpha, topic_word_prior=gamma,
                                         learning_method="batch", max_iter=max_iter, evaluate_every=-1,
                                         random_state=seed)
-        t = time.perf_counter()
+        t = time.process_time()
         lda.fit(train)
-        elapsed = time.perf_counter() - t
+        elapsed = time.process_time() - t
     return elapsed, document_completion(lda.components_, None, alpha, split=split)
 
 
 def latentfs_vb_curve(train, K, alpha, gamma, split, max_iter, seed, theta_update, target, dtype):
     """latentfs.fit with its defaults; held-out checked every 5 cycles (check time excluded)."""
     model = latentfs.DirichletDCA(K, alpha=alpha, gamma=gamma)
-    record = {"reached": None, "last": None, "check": 0.0, "start": time.perf_counter()}
+    record = {"reached": None, "last": None, "check": 0.0, "start": time.process_time()}
 
     def monitor(it, state, _value):
         if (it + 1) % 5:
             return
-        t = time.perf_counter()
+        t = time.process_time()
         theta = state.topic_word.double().numpy()  # Θ (chapter/map) or λ (full): both normalise to the mean
         held = document_completion(theta, None, alpha, split=split)
-        record["check"] += time.perf_counter() - t
-        spent = time.perf_counter() - record["start"] - record["check"]
+        record["check"] += time.process_time() - t
+        spent = time.process_time() - record["start"] - record["check"]
         record["last"] = (spent, it + 1, held)
         if record["reached"] is None and held >= target:
             record["reached"] = (spent, it + 1, held)
@@ -131,12 +131,12 @@ def gensim_online(train, K, alpha, gamma, split, passes, seed):
     from gensim.models import LdaModel
 
     corpus = Sparse2Corpus(train, documents_columns=False)
-    t = time.perf_counter()
+    t = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lda = LdaModel(corpus, num_topics=K, alpha=np.full(K, alpha), eta=gamma, passes=passes, random_state=seed,
                        id2word={j: str(j) for j in range(train.shape[1])})
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     return elapsed, document_completion(lda.get_topics(), None, alpha, split=split)
 
 
@@ -151,10 +151,10 @@ def latentfs_gibbs(train, K, alpha, gamma, split, sweeps, seed, dtype):
     tokens = token_index(data)
     gen = torch.Generator().manual_seed(seed)
     state = gibbs_init(model, data, tokens, hyper, gen)
-    t = time.perf_counter()
+    t = time.process_time()
     for _ in range(sweeps):
         state = gibbs_step(model, data, tokens, state, hyper, gen)
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     theta = (state.word_counts + hyper["gamma"]).double().numpy()
     return elapsed, document_completion(theta, None, alpha, split=split), int(tokens.doc.numel())
 
@@ -167,9 +167,9 @@ def lda_package(train, K, alpha, gamma, split, sweeps, seed):
     logging.getLogger("lda").setLevel(logging.ERROR)
     model = lda.LDA(n_topics=K, n_iter=sweeps, alpha=alpha, eta=gamma, random_state=seed, refresh=10**9)
     X = sp.csr_matrix(train).astype(np.int64)
-    t = time.perf_counter()
+    t = time.process_time()
     model.fit(X)
-    return time.perf_counter() - t, document_completion(model.topic_word_, None, alpha, split=split)
+    return time.process_time() - t, document_completion(model.topic_word_, None, alpha, split=split)
 
 
 def tomotopy_gibbs(train, K, alpha, gamma, split, sweeps, seed):
@@ -183,9 +183,9 @@ def tomotopy_gibbs(train, K, alpha, gamma, split, sweeps, seed):
         if words:
             model.add_doc(words)
     model.train(0, workers=1)
-    t = time.perf_counter()
+    t = time.process_time()
     model.train(sweeps, workers=1)
-    elapsed = time.perf_counter() - t
+    elapsed = time.process_time() - t
     vocab = {w: j for j, w in enumerate(model.used_vocabs)}
     theta = np.full((K, X.shape[1]), 1e-12)
     for k in range(K):

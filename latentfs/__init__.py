@@ -16,16 +16,29 @@ Examples
 from latentfs.data import DataError, DataWarning
 from latentfs.inference import Posterior, fit, load, methods_for
 from latentfs.inference.driver import ConvergenceWarning, InterruptedFitWarning
-from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
-from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
-from latentfs.models.hdda import HDDA, HDDC, HDDAModel
-from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
+from latentfs.models import (
+    HDDA,
+    HDDC,
+    PLSA,
+    ConditionalGammaPoissonDCA,
+    DirichletDCA,
+    FactorAnalysis,
+    GammaPoissonDCA,
+    GaussianMixture,
+    HDDAModel,
+    LatentClass,
+    LatentProfile,
+    LoadingConstraints,
+    MixtureOfFactorAnalyzers,
+)
 from latentfs.select.posterior import top_words, word_importance, word_relevance
 from latentfs.select.weights import FeatureWeights
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PLSA",
+    "ConditionalGammaPoissonDCA",
     "ConvergenceWarning",
     "DataError",
     "DataWarning",

@@ -30,7 +30,7 @@ def _threads() -> None:
     torch.set_num_threads(int(os.environ.get("LATENTFS_THREADS", "1")))
 
 
-def _print_weights(result: Any, n_top: int, out: Any) -> None:
+def _print_weights(result: Any, n_top: int, out: Any) -> Any:
     import latentfs
 
     names = latentfs.top_words(result, n=n_top)
@@ -60,8 +60,8 @@ def _figure(result: Any, weights: Any, path: Path) -> bool:
     fig, axes = plt.subplots(1, 2, figsize=(12, 5))
     top = weights.ranking()[:20][::-1]
     lo, hi = weights.band(0.9)
-    axes[0].errorbar(weights.scores[top], np.arange(top.size), xerr=[weights.scores[top] - lo[top], hi[top] - weights.scores[top]],
-                     fmt="o", capsize=2)
+    err = [weights.scores[top] - lo[top], hi[top] - weights.scores[top]]
+    axes[0].errorbar(weights.scores[top], np.arange(top.size), xerr=err, fmt="o", capsize=2)
     axes[0].set_yticks(np.arange(top.size), [weights.feature_names[j] for j in top])
     axes[0].set_xlabel("saliency (90% credible band)")
     axes[0].set_title("Most important words")
@@ -132,7 +132,9 @@ def _read_counts(path: Path) -> Any:
         except (ValueError, KeyError):
             with np.load(path, allow_pickle=False) as f:
                 if len(f.files) != 1:
-                    raise DataError(f"{path} holds arrays {f.files}; save one array or a scipy sparse matrix.") from None
+                    raise DataError(
+                        f"{path} holds arrays {f.files}; save one array or a scipy sparse matrix."
+                    ) from None
                 return f[f.files[0]]
     if suffix == ".csv":
         import pandas as pd

@@ -1,8 +1,8 @@
 """The latentfs command: fit on a user's file, clear errors, and the demo's pieces."""
 
 import numpy as np
-import pytest
 import pandas as pd
+import pytest
 import scipy.io
 import scipy.sparse as sp
 

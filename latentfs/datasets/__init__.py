@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import scipy.sparse as sp
 
 from latentfs.data import DataError
@@ -60,7 +59,8 @@ def load_reuters() -> TextCorpus:
     _require("lda")
     folder = resources.files("lda") / "tests"
     vocab = tuple((folder / "reuters.tokens").read_text(encoding="utf-8").split())
-    titles = tuple(line.split(" ", 1)[-1] for line in (folder / "reuters.titles").read_text(encoding="utf-8").splitlines())
+    title_lines = (folder / "reuters.titles").read_text(encoding="utf-8").splitlines()
+    titles = tuple(line.split(" ", 1)[-1] for line in title_lines)  # drop the leading row number
     rows, cols, vals = [], [], []
     for i, line in enumerate((folder / "reuters.ldac").read_text(encoding="utf-8").splitlines()):
         for pair in line.split()[1:]:  # the first field is the number of distinct words

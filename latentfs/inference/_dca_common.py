@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 from latentfs.data import CountMatrix, as_counts, check_n_components
-from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
+from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA, group_totals
 
-DCAModel = DirichletDCA | GammaPoissonDCA
+DCAModel = DirichletDCA | GammaPoissonDCA | ConditionalGammaPoissonDCA
 
 
 def sparse_csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -129,9 +129,123 @@ def resolve_model(model: DCAModel, data: DCAData) -> DCAModel:
         what="the number of features: more components than words cannot be told apart",
     )
     model.gamma_vector(data.n_features)  # validates a vector γ's length
-    if isinstance(model, GammaPoissonDCA):
+    model.groups_for(data.n_features)  # validates the groups' length
+    if isinstance(model, (GammaPoissonDCA, ConditionalGammaPoissonDCA)):
         return model.with_beta_for(float(data.doc_lengths.mean()))
     return model
+
+
+# ------------------------------------------------------------------ grouped (multivariate) DCA, Section 4.4
+
+
+def model_groups(model: DCAModel, data: DCAData) -> torch.Tensor | None:
+    """The group code of every feature as a LongTensor on the data's device (None if ungrouped)."""
+    groups = model.groups_for(data.n_features)
+    return None if groups is None else torch.as_tensor(groups, device=data.device)
+
+
+def group_normalise(x: torch.Tensor, groups: torch.Tensor | None) -> torch.Tensor:
+    """Normalise the last axis to sum to 1 (ungrouped) or to 1 within every group."""
+    if groups is None:
+        return x / x.sum(-1, keepdim=True)
+    n_groups = int(groups.max().item()) + 1
+    return x / group_totals(x, groups, n_groups)[..., groups]
+
+
+def group_softmax(logits: torch.Tensor, groups: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over the last axis, within every group when grouped (Dirichlet draws made in log space)."""
+    if groups is None:
+        return torch.softmax(logits, dim=-1)
+    n_groups = int(groups.max().item()) + 1
+    index = groups.expand_as(logits)
+    top = torch.full((*logits.shape[:-1], n_groups), -torch.inf, dtype=logits.dtype, device=logits.device)
+    top = top.scatter_reduce(-1, index, logits, reduce="amax", include_self=True)
+    e = torch.exp(logits - top[..., groups])
+    return e / group_totals(e, groups, n_groups)[..., groups]
+
+
+def log_length_factorials(model: DCAModel, data: DCAData) -> torch.Tensor:
+    """Σ_g log L_(i),g! per document (I,): the multinomial coefficients' numerators (log L_(i)! ungrouped)."""
+    groups = model_groups(model, data)
+    if groups is None:
+        return torch.lgamma(data.doc_lengths + 1)
+    n_groups = int(groups.max().item()) + 1
+    lengths = torch.zeros(data.n_documents * n_groups, dtype=data.dtype, device=data.device)
+    lengths.index_add_(0, data.doc * n_groups + groups[data.word], data.values)
+    return torch.lgamma(lengths + 1).reshape(data.n_documents, n_groups).sum(-1)
+
+
+def theta_log_prior(model: DCAModel, topic_word: torch.Tensor) -> torch.Tensor:
+    """Σ_k log p(θ_{·,k}): Dirichlet(γ), one per group when grouped."""
+    like = topic_word
+    gamma = torch.as_tensor(model.gamma_vector(topic_word.shape[-1]), dtype=like.dtype, device=like.device)
+    groups = model.groups_for(topic_word.shape[-1])
+    if groups is None:
+        return dirichlet_logpdf(topic_word, gamma).sum()
+    g = torch.as_tensor(groups, device=like.device)
+    n_groups = int(g.max().item()) + 1
+    norm = torch.lgamma(group_totals(gamma, g, n_groups)).sum() - torch.lgamma(gamma).sum()
+    return topic_word.shape[0] * norm + ((gamma - 1) * torch.log(topic_word)).sum()
+
+
+# ------------------------------------------------------------------ conditional GaP, Section 4.2
+
+
+def cgp_zero_probability(alpha: torch.Tensor, beta: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
+    """P(l_k = 0 | c_k = 0) = ρ(1+β)^α / [(1−ρ)β^α + ρ(1+β)^α] (Buntine & Jakulin, Table 3, CGP row).
+
+    Computed in log space; 1 − this is the digest's π_k = P(l_k > 0 | c_k = 0) (§1.5).
+    """
+    log_off = torch.log(rho) + alpha * torch.log1p(beta)
+    log_on = torch.log1p(-rho) + alpha * torch.log(beta)
+    return torch.exp(log_off - torch.logaddexp(log_off, log_on))
+
+
+def cgp_posterior_mean(component_counts: Any, alpha: Any, beta: Any, rho: Any) -> np.ndarray:
+    """E[l_k | c], the corrected CGP posterior mean (digest §1.5; the chapter's formula is wrong).
+
+    (c_k + α_k)/(1 + β_k) when c_k > 0, and π_k α_k/(1 + β_k) when c_k = 0, with
+    π_k = (1−ρ_k)β_k^{α_k} / [(1−ρ_k)β_k^{α_k} + ρ_k(1+β_k)^{α_k}].
+
+    Examples
+    --------
+    >>> cgp_posterior_mean(np.array([[3.0, 0.0]]), 1.0, 1.0, 0.5).round(4).tolist()
+    [[2.0, 0.1667]]
+    """
+    c = np.asarray(component_counts, dtype=np.float64)
+    t = lambda x: torch.as_tensor(np.broadcast_to(np.asarray(x, dtype=np.float64), c.shape[-1:]).copy())  # noqa: E731
+    a, b, r = t(alpha), t(beta), t(rho)
+    pi = (1 - cgp_zero_probability(a, b, r)).numpy()
+    a_np, b_np = a.numpy(), b.numpy()
+    return np.where(c > 0, (c + a_np) / (1 + b_np), pi * a_np / (1 + b_np))
+
+
+def cgp_score_log_prior(model: ConditionalGammaPoissonDCA, doc_scores: torch.Tensor) -> torch.Tensor:
+    """Σ_{i,k} log[(1−ρ_k) Gamma(l; α_k, β_k)] where l > 0, and log ρ_k where l = 0.
+
+    This is eq. (3) with the Pyro model's ``active`` site equal to 1[l > 0].
+    """
+    dtype, device = doc_scores.dtype, doc_scores.device
+    alpha = torch.as_tensor(model.alpha, dtype=dtype, device=device)
+    beta = torch.as_tensor(model.beta, dtype=dtype, device=device)
+    rho = torch.as_tensor(model.rho, dtype=dtype, device=device)
+    slab = (
+        torch.log1p(-rho) + alpha * torch.log(beta) - torch.lgamma(alpha)
+        + (alpha - 1) * torch.log(doc_scores.clamp_min(1e-300)) - beta * doc_scores
+    )
+    return torch.where(doc_scores > 0, slab, torch.log(rho).expand_as(doc_scores)).sum()
+
+
+def hyper_tensors(model: DCAModel, data: DCAData) -> dict[str, torch.Tensor]:
+    """The model's hyperparameters as tensors on the data's device: α (K,), γ (J,), and β (K,) for GaP."""
+    dtype, device = data.dtype, data.device
+    out = {
+        "alpha": torch.as_tensor(model.alpha, dtype=dtype, device=device),
+        "gamma": torch.as_tensor(model.gamma_vector(data.n_features), dtype=dtype, device=device),
+    }
+    if isinstance(model, (GammaPoissonDCA, ConditionalGammaPoissonDCA)):
+        out["beta"] = torch.as_tensor(model.beta, dtype=dtype, device=device)
+    return out
 
 
 def doc_loglik(model: DCAModel, data: DCAData, topic_word: torch.Tensor, doc_latent: torch.Tensor) -> torch.Tensor:
@@ -143,8 +257,9 @@ def doc_loglik(model: DCAModel, data: DCAData, topic_word: torch.Tensor, doc_lat
     per_doc = torch.zeros(data.n_documents, dtype=rates.dtype, device=rates.device)
     per_doc.index_add_(0, data.doc, data.values * torch.log(rates.clamp_min(torch.finfo(rates.dtype).tiny)))
     if isinstance(model, DirichletDCA):
-        # Σ_j (Θm)_j = 1, so only the coefficient remains.
-        return per_doc + torch.lgamma(data.doc_lengths + 1) - data.log_factorials
+        # Σ_j (Θm)_j = 1 (within every group when grouped), so only the coefficient remains; a group with
+        # no tokens contributes log 0! = 0.
+        return per_doc + log_length_factorials(model, data) - data.log_factorials
     # Σ_j (Θl)_j = Σ_k l_k because each θ_{·,k} sums to 1.
     return per_doc - doc_latent.sum(-1) - data.log_factorials
 
@@ -154,9 +269,11 @@ def log_prior(model: DCAModel, topic_word: torch.Tensor, doc_latent: torch.Tenso
     like = topic_word
     gamma = torch.as_tensor(model.gamma_vector(topic_word.shape[-1]), dtype=like.dtype, device=like.device)
     alpha = torch.as_tensor(model.alpha, dtype=like.dtype, device=like.device)
-    lp_theta = dirichlet_logpdf(topic_word, gamma).sum()
+    lp_theta = dirichlet_logpdf(topic_word, gamma).sum() if model.groups is None else theta_log_prior(model, topic_word)
     if isinstance(model, DirichletDCA):
         return lp_theta + dirichlet_logpdf(doc_latent, alpha).sum()
+    if isinstance(model, ConditionalGammaPoissonDCA):
+        return lp_theta + cgp_score_log_prior(model, doc_latent)
     beta = torch.as_tensor(model.beta, dtype=like.dtype, device=like.device)
     lp = alpha * torch.log(beta) - torch.lgamma(alpha) + (alpha - 1) * torch.log(doc_latent) - beta * doc_latent
     return lp_theta + lp.sum()
@@ -175,7 +292,10 @@ def log_joint(model: DCAModel, data: DCAData, topic_word: torch.Tensor, doc_late
 
 
 def dims_and_coords(model: DCAModel, data: DCAData) -> tuple[dict[str, tuple[str, ...]], dict[str, list[str]]]:
-    dims = {"topic_word": ("component", "feature"), model.doc_site: ("document", "component")}
+    dims: dict[str, tuple[str, ...]] = {
+        "topic_word": ("component", "feature"),
+        model.doc_site: ("document", "component"),
+    }
     coords = {
         "component": [f"c{k}" for k in range(model.n_components)],
         "feature": list(data.counts.feature_names),

@@ -9,12 +9,27 @@ One sweep, vectorised over all documents and non-zeros:
 3. each component's word distribution θ_{·,k} ~ Dirichlet(γ + Σ_i v_{·,k,(i)}) (the chapter's Fig. 5
    says "rows"; columns of its J × K Θ are meant, rows of our K × J ``topic_word``).
 
+Conditional GaP (Table 3, CGP row): a component with c_k = 0 gets l_k = 0 with probability
+ρ_k(1+β_k)^{α_k} / [(1−ρ_k)β_k^{α_k} + ρ_k(1+β_k)^{α_k}], otherwise l_k ~ Gamma(α_k, 1+β_k); c_k > 0 is
+the GaP case. The zero decision reuses the uniform of the log-space gamma draw (split at the zero
+probability and rescaled, which leaves the decision and the rescaled uniform independent), so the
+random stream is the GaP sampler's and ρ = 0 reproduces the GaP chain draw for draw.
+
+Grouped DirichletDCA (Section 4.4): the document and token steps are unchanged (a token of word j is
+drawn ∝ m_k θ_jk, θ normalised within j's group); each θ_{·,k} is drawn as one Dirichlet per group.
+
+Hyperparameters can be learned during warm-up (``learn_alpha``, ``learn_beta``, ``learn_rho``; a
+stochastic-EM step after every warm-up sweep, from the current counts and scores, see
+:mod:`latentfs.inference._dca_hyper`); they are then held fixed while draws are kept, so the kept
+draws come from the posterior at the learned values.
+
 Gamma and Dirichlet draws are made in log space (Gamma(a) = Gamma(a + 1) · U^{1/a}) so that small
 concentrations such as γ = 0.01 do not underflow in float32 (FIELD_NOTES).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,17 +40,30 @@ from latentfs.data import DataError
 from latentfs.inference._dca_common import (
     DCAData,
     DCAModel,
+    cgp_zero_probability,
     dims_and_coords,
     doc_loglik,
+    group_softmax,
+    hyper_tensors,
+    log_length_factorials,
+    model_groups,
     prepare,
     resolve_model,
 )
 from latentfs.inference.driver import run_sampler
 from latentfs.inference.registry import register
 from latentfs.inference.results import Posterior
-from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
+from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA
 
-__all__ = ["GibbsState", "gibbs_init", "gibbs_step", "fit_gibbs", "check_count_invariants"]
+__all__ = [
+    "GibbsState",
+    "gibbs_init",
+    "gibbs_step",
+    "fit_gibbs",
+    "check_count_invariants",
+    "sample_cgp_scores",
+    "theta_sample",
+]
 
 
 @dataclass(frozen=True)
@@ -95,14 +123,53 @@ def dirichlet_sample(conc: torch.Tensor, generator: torch.Generator) -> torch.Te
     return torch.softmax(log_g, dim=-1)
 
 
+def theta_sample(conc: torch.Tensor, groups: torch.Tensor | None, generator: torch.Generator) -> torch.Tensor:
+    """θ_{·,k} ~ Dirichlet(conc_k) for each row, one Dirichlet per group when ``groups`` is given."""
+    return group_softmax(log_gamma_sample(conc, generator), groups)
+
+
+def sample_cgp_scores(
+    doc_counts: torch.Tensor, hyper: dict[str, torch.Tensor], generator: torch.Generator
+) -> torch.Tensor:
+    """Table 3, CGP: l_k = 0 with the zero probability when c_k = 0, else Gamma(c_k + α_k, rate 1 + β_k).
+
+    ``hyper["zero_prob"]`` holds P(l_k = 0 | c_k = 0) (:func:`cgp_zero_probability`). One uniform U per
+    entry serves both the zero decision (U < p0) and, rescaled to (U − p0)/(1 − p0), the gamma draw of
+    :func:`log_gamma_sample`; with p0 = 0 the draws equal GaP's bit for bit.
+    """
+    conc = doc_counts + hyper["alpha"]
+    g = torch._standard_gamma(conc + 1, generator=generator)
+    u = torch.rand(conc.shape, generator=generator, dtype=conc.dtype, device=conc.device)
+    p0 = torch.where(doc_counts == 0, hyper["zero_prob"].expand_as(conc), torch.zeros_like(conc))
+    zero = u < p0
+    u = torch.where(zero, torch.ones_like(u), (u - p0) / (1 - p0))
+    tiny = torch.finfo(conc.dtype).tiny
+    log_g = torch.log(g.clamp_min(tiny)) + torch.log(u.clamp_min(tiny)) / conc
+    return torch.where(zero, torch.zeros_like(conc), torch.exp(log_g) / (1 + hyper["beta"]))
+
+
+def _sample_dm(doc_counts: torch.Tensor, hyper: dict[str, torch.Tensor], generator: torch.Generator) -> torch.Tensor:
+    return dirichlet_sample(doc_counts + hyper["alpha"], generator)
+
+
+def _sample_gap(doc_counts: torch.Tensor, hyper: dict[str, torch.Tensor], generator: torch.Generator) -> torch.Tensor:
+    return torch.exp(log_gamma_sample(doc_counts + hyper["alpha"], generator)) / (1 + hyper["beta"])
+
+
+# Table 3, one row per model family.
+DOC_SAMPLERS: dict[type, Callable[[torch.Tensor, dict[str, torch.Tensor], torch.Generator], torch.Tensor]] = {
+    DirichletDCA: _sample_dm,
+    GammaPoissonDCA: _sample_gap,
+    ConditionalGammaPoissonDCA: sample_cgp_scores,
+}
+
+
 def sample_doc_latent(
     model: DCAModel, doc_counts: torch.Tensor, hyper: dict[str, torch.Tensor], generator: torch.Generator
 ) -> torch.Tensor:
-    """Table 3: m ~ Dirichlet(c + α) or l_k ~ Gamma(c_k + α_k, rate 1 + β_k)."""
-    conc = doc_counts + hyper["alpha"]
-    if isinstance(model, DirichletDCA):
-        return dirichlet_sample(conc, generator)
-    return torch.exp(log_gamma_sample(conc, generator)) / (1 + hyper["beta"])
+    """Table 3: m ~ Dirichlet(c + α), l_k ~ Gamma(c_k + α_k, rate 1 + β_k), or the CGP rule."""
+    sampler = next(DOC_SAMPLERS[cls] for cls in type(model).__mro__ if cls in DOC_SAMPLERS)
+    return sampler(doc_counts, hyper, generator)
 
 
 def sample_assignments(
@@ -121,7 +188,9 @@ def sample_assignments(
     nz = tokens.order
     cdf = torch.index_select(doc_latent, 0, data.doc[nz]).mul_(torch.index_select(topic_word.T, 0, data.word[nz]))
     cdf = torch.cumsum(cdf, dim=1, out=cdf)
-    token_cdf = torch.cat([cdf[: tokens.n_single], cdf.index_select(0, tokens.multi_rows)]) if tokens.multi_rows.numel() else cdf
+    token_cdf = cdf
+    if tokens.multi_rows.numel():  # tokens of words seen more than once in a document share their CDF row
+        token_cdf = torch.cat([cdf[: tokens.n_single], cdf.index_select(0, tokens.multi_rows)])
     u = torch.rand(token_cdf.shape[0], 1, generator=generator, dtype=cdf.dtype, device=cdf.device) * token_cdf[:, -1:]
     k = torch.searchsorted(token_cdf, u).squeeze(1).clamp_max_(topic_word.shape[0] - 1)
     return (k, cdf[:, -1]) if return_rates else k
@@ -139,7 +208,8 @@ def count_assignments(
 def check_count_invariants(state: GibbsState, data: DCAData) -> None:
     """Σ_k c_k = L_(i); Σ_j N_kj = Σ_i c_k; Σ_k N_kj = Σ_i w_j. Raises RuntimeError naming what broke."""
     lengths = data.doc_lengths
-    word_totals = torch.zeros(data.n_features, dtype=data.dtype, device=data.device).index_add_(0, data.word, data.values)
+    word_totals = torch.zeros(data.n_features, dtype=data.dtype, device=data.device)
+    word_totals.index_add_(0, data.word, data.values)
     problems = []
     if not torch.equal(state.doc_counts.sum(1), lengths):
         problems.append("document totals Σ_k c_k differ from the document lengths")
@@ -152,16 +222,16 @@ def check_count_invariants(state: GibbsState, data: DCAData) -> None:
 
 
 def _hyper(model: DCAModel, data: DCAData) -> dict[str, torch.Tensor]:
-    kw = {"dtype": data.dtype, "device": data.device}
-    out = {
-        "alpha": torch.as_tensor(model.alpha, **kw),
-        "gamma": torch.as_tensor(model.gamma_vector(data.n_features), **kw),
-    }
-    if isinstance(model, GammaPoissonDCA):
-        out["beta"] = torch.as_tensor(model.beta, **kw)
-    # constants of log p(w | latent, Θ): Σ_ij log w_ij! and Σ_i log L_i!
+    out = hyper_tensors(model, data)  # α, γ, and β for GaP/CGP
+    if isinstance(model, ConditionalGammaPoissonDCA):
+        out["rho"] = torch.as_tensor(model.rho, dtype=data.dtype, device=data.device)
+        out["zero_prob"] = cgp_zero_probability(out["alpha"], out["beta"], out["rho"])
+    groups = model_groups(model, data)
+    if groups is not None:
+        out["groups"] = groups
+    # constants of log p(w | latent, Θ): Σ_ij log w_ij! and Σ_i log L_i! (Σ_i Σ_g log L_ig! when grouped)
     out["log_factorials"] = data.log_factorials.sum()
-    out["log_lengths_factorial"] = torch.lgamma(data.doc_lengths + 1).sum()
+    out["log_lengths_factorial"] = log_length_factorials(model, data).sum()
     return out
 
 
@@ -172,7 +242,7 @@ def gibbs_init(
     K = model.n_components
     assignment = torch.randint(0, K, (tokens.doc.numel(),), generator=generator, device=data.device)
     doc_counts, word_counts = count_assignments(assignment, tokens, data.n_documents, data.n_features, K, data.dtype)
-    theta = dirichlet_sample(word_counts + hyper["gamma"], generator)
+    theta = theta_sample(word_counts + hyper["gamma"], hyper.get("groups"), generator)
     latent = sample_doc_latent(model, doc_counts, hyper, generator)
     return GibbsState(theta, latent, doc_counts, word_counts, assignment)
 
@@ -203,9 +273,10 @@ def gibbs_step_with_loglik(
     doc_counts, word_counts = count_assignments(
         assignment, tokens, data.n_documents, data.n_features, model.n_components, data.dtype
     )
-    theta = dirichlet_sample(word_counts + hyper["gamma"], generator)
+    theta = theta_sample(word_counts + hyper["gamma"], hyper.get("groups"), generator)
     tiny = torch.finfo(rates.dtype).tiny
-    loglik = float((data.values[tokens.order] * torch.log(rates.clamp_min(tiny))).sum()) - float(hyper["log_factorials"])
+    loglik = float((data.values[tokens.order] * torch.log(rates.clamp_min(tiny))).sum())
+    loglik -= float(hyper["log_factorials"])
     if isinstance(model, DirichletDCA):
         loglik += float(hyper["log_lengths_factorial"])
     else:
@@ -229,6 +300,9 @@ def fit_gibbs(
     store: tuple[str, ...] | None = None,
     align: bool = True,
     log_likelihood: bool = True,
+    learn_alpha: bool = False,
+    learn_beta: bool = False,
+    learn_rho: bool = False,
 ) -> Posterior:
     """Sample a DCA posterior by direct Gibbs (``latentfs.fit(model, X, method="gibbs", ...)``).
 
@@ -240,12 +314,24 @@ def fit_gibbs(
     store : sites to keep draws of (default both ``topic_word`` and the document site).
     align : permute each chain's components to match chain 0 (Hungarian on ``topic_word``; recorded).
     log_likelihood : store log p(w_(i) | latent, Θ) per draw and document (the ArviZ log-likelihood).
+    learn_alpha, learn_beta, learn_rho : bool
+        Learn α (DM: Minka's fixed point from the counts c; GaP/CGP: the gamma-shape equation from the
+        sampled scores), β (GaP/CGP, with α fixed) or ρ (CGP: the fraction of zero scores) after every
+        warm-up sweep (module docstring). Each chain learns from the model's values; the result's
+        ``hyperparameters`` hold the chains' mean final values and ``extras["<name>_trace"]`` the values
+        after every sweep, shaped (chain, sweep, K).
 
     Returns
     -------
-    Posterior with draws; ``trace`` holds log p(w | latent, Θ) of every sweep at the values its V step
-    used (the chapter's Fig. 5, step 1c: a training trace, not a held-out measure), warm-up included; ``extras["component_counts"]`` the mean of c_(i) over the kept draws.
+    Posterior with draws; for ConditionalGammaPoissonDCA ``extras["doc_scores_mean"]`` is the
+    Rao-Blackwellised corrected posterior mean E[l | c] (digest §1.5) averaged over the kept draws;
+    ``trace`` holds log p(w | latent, Θ) of every sweep at the values its V step
+    used (the chapter's Fig. 5, step 1c: a training trace, not a held-out measure), warm-up included;
+    ``extras["component_counts"]`` the mean of c_(i) over the kept draws.
     """
+    from latentfs.inference._dca_hyper import check_learn, gibbs_hyper_update, with_hyperparameters
+
+    learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta, learn_rho=learn_rho)
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = resolve_model(model, data)
     hyper = _hyper(model, data)
@@ -255,16 +341,34 @@ def fit_gibbs(
     if unknown:
         raise DataError(f"store must name sites among ['topic_word', {model.doc_site!r}]; got {sorted(unknown)}.")
     counts_sum: list[torch.Tensor] = []
+    rb_sum: list[torch.Tensor] = []
+    chain_hyper: list[dict[str, torch.Tensor]] = []
+    hyper_traces: list[dict[str, list[np.ndarray]]] = []
 
     def init(gen: torch.Generator) -> GibbsState:
         counts_sum.append(torch.zeros(data.n_documents, model.n_components, dtype=dtype, device=device))
-        return gibbs_init(model, data, tokens, hyper, gen)
+        chain_hyper.append(dict(hyper))
+        hyper_traces.append({name: [] for name in learn})
+        return gibbs_init(model, data, tokens, chain_hyper[-1], gen)
 
     def step(state: GibbsState, gen: torch.Generator) -> tuple[GibbsState, float]:
-        return gibbs_step_with_loglik(model, data, tokens, state, hyper, gen)
+        h = chain_hyper[-1]
+        new, lp = gibbs_step_with_loglik(model, data, tokens, state, h, gen)
+        if learn:
+            trace = hyper_traces[-1]
+            if len(trace[learn[0]]) < num_warmup:
+                h.update(gibbs_hyper_update(model, new, data, h, learn))
+            for name in learn:
+                trace[name].append(h[name].cpu().numpy().copy())
+        return new, lp
 
     def collect(state: GibbsState) -> dict[str, np.ndarray]:
         counts_sum[-1] += state.doc_counts
+        if isinstance(model, ConditionalGammaPoissonDCA):
+            # E[l | c] (digest §1.5, corrected): (c+α)/(1+β) if c > 0, else π α/(1+β); averaged over draws
+            h, c = chain_hyper[-1], state.doc_counts
+            scale = 1 + h["beta"]
+            rb_sum.append(torch.where(c > 0, (c + h["alpha"]) / scale, (1 - h["zero_prob"]) * h["alpha"] / scale))
         out = {"topic_word": state.topic_word, model.doc_site: state.doc_latent}
         kept = {s: out[s].detach().cpu().numpy() for s in sites}
         if log_likelihood:
@@ -280,6 +384,18 @@ def fit_gibbs(
     dims, coords = dims_and_coords(model, data)
     n_kept = max(run.n_draws, 1)
     comp_counts = torch.stack(counts_sum[: len(run.final_states)]).mean(0) / n_kept
+    extras_hyper: dict[str, np.ndarray] = {}
+    if rb_sum:
+        extras_hyper["doc_scores_mean"] = torch.stack(rb_sum).mean(0).cpu().numpy()
+    if learn:
+        n_chains = len(run.final_states)
+        learned = {
+            name: np.mean([chain_hyper[c][name].cpu().numpy() for c in range(n_chains)], axis=0) for name in learn
+        }
+        model = with_hyperparameters(model, **learned)
+        for name in learn:
+            steps = min(len(hyper_traces[c][name]) for c in range(n_chains))
+            extras_hyper[f"{name}_trace"] = np.array([hyper_traces[c][name][:steps] for c in range(n_chains)])
     post = Posterior(
         model=type(model).__name__,
         method="gibbs",
@@ -300,8 +416,9 @@ def fit_gibbs(
             "component_counts": comp_counts.cpu().numpy(),
             "kept_documents": data.counts.kept_documents,
             "doc_lengths": data.counts.doc_lengths,
+            **extras_hyper,
         },
-        hyperparameters=model.hyperparameters(),
+        hyperparameters={**model.hyperparameters(), **({"learned": list(learn)} if learn else {})},
         sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
     )
     if align and "topic_word" in draws and draws["topic_word"].shape[0] > 1:
@@ -317,4 +434,9 @@ def _gibbs_dm(model: DirichletDCA, X: Any, **options: Any) -> Posterior:
 
 @register(GammaPoissonDCA, "gibbs")
 def _gibbs_gap(model: GammaPoissonDCA, X: Any, **options: Any) -> Posterior:
+    return fit_gibbs(model, X, **options)
+
+
+@register(ConditionalGammaPoissonDCA, "gibbs")
+def _gibbs_cgp(model: ConditionalGammaPoissonDCA, X: Any, **options: Any) -> Posterior:
     return fit_gibbs(model, X, **options)

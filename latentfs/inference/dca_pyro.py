@@ -29,6 +29,11 @@ _MAX_CELLS = 200_000
 
 
 def _dense(model: DCAModel, X: Any, dtype: torch.dtype, empty_documents: str) -> tuple[Any, torch.Tensor, DCAModel]:
+    if getattr(model, "groups", None) is not None:
+        raise DataError(
+            "the generic Pyro engines (nuts, svi) do not support grouped models (groups=…); use method='vb' or "
+            "method='gibbs', whose grouped updates are tested against the same Pyro model."
+        )
     data = prepare(X, dtype=dtype, empty_documents=empty_documents)
     model = resolve_model(model, data)
     cells = data.n_documents * data.n_features

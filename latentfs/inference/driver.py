@@ -58,7 +58,9 @@ def make_generator(seed: int | torch.Generator | None, device: str | torch.devic
     return gen
 
 
-def chain_generators(seed: int | torch.Generator | None, n: int, device: str | torch.device = "cpu") -> list[torch.Generator]:
+def chain_generators(
+    seed: int | torch.Generator | None, n: int, device: str | torch.device = "cpu"
+) -> list[torch.Generator]:
     """``n`` independent generators derived from one seed (numpy SeedSequence spawning)."""
     if isinstance(seed, torch.Generator):
         base = int(torch.randint(0, 2**62, (1,), generator=seed).item())

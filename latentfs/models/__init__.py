@@ -1,5 +1,23 @@
 """Latent-structure models declared as Pyro models (the single source of truth, DESIGN.md contract 1)."""
 
-from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
+from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA
+from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
+from latentfs.models.hdda import HDDA, HDDC, HDDAModel
+from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
+from latentfs.models.plsa import PLSA
 
-__all__ = ["DirichletDCA", "GammaPoissonDCA"]
+__all__ = [
+    "HDDA",
+    "HDDC",
+    "PLSA",
+    "ConditionalGammaPoissonDCA",
+    "DirichletDCA",
+    "FactorAnalysis",
+    "GammaPoissonDCA",
+    "GaussianMixture",
+    "HDDAModel",
+    "LatentClass",
+    "LatentProfile",
+    "LoadingConstraints",
+    "MixtureOfFactorAnalyzers",
+]

@@ -8,12 +8,19 @@ site                shape                        meaning (chapter symbol)
 ``topic_word``      (n_components, n_features)   each component's word distribution; row k is
                                                  θ_{·,k} of the chapter (Θ is J × K there)
 ``doc_topic``       (n_documents, n_components)  DirichletDCA: proportions m_(i)
-``doc_scores``      (n_documents, n_components)  GammaPoissonDCA: scores l_(i)
+``doc_scores``      (n_documents, n_components)  GammaPoissonDCA and ConditionalGammaPoissonDCA:
+                                                 scores l_(i)
+``active``          (n_documents, n_components)  ConditionalGammaPoissonDCA: 1[l_k > 0]
 ``counts``          (n_documents, n_features)    observed word counts w_(i)
 ``component_counts``(n_documents, n_components)  augmented form: c_(i), words per component
 ``latent_counts``   (n_documents, n_components,  augmented form: V_(i) (stored K × J here)
                     n_features)
 ==================  ===========================  ==========================================
+
+A grouped (multivariate, Section 4.4) DirichletDCA takes ``groups=``, a partition of the vocabulary
+(one integer group id per feature): each θ_{·,k} is normalised within every group and each group of a
+document is its own multinomial with its own length L_g, so a group with no tokens in a document
+contributes nothing.
 
 Each class offers ``model`` (the bag-of-words model with V summed out, eq. 2 and 4), ``augmented_model``
 (the component-assignment form, eq. 5 and 10, which the Gibbs engine samples) and ``simulate``.
@@ -34,7 +41,19 @@ from torch.distributions import constraints
 
 from latentfs.data import DataError, check_n_components, check_positive
 
-__all__ = ["DirichletDCA", "GammaPoissonDCA", "MultinomialCounts"]
+__all__ = [
+    "ConditionalGammaPoissonDCA",
+    "DirichletDCA",
+    "GammaPoissonDCA",
+    "GroupedDirichlet",
+    "GroupedMultinomialCounts",
+    "MultinomialCounts",
+    "ZeroOrGamma",
+    "check_groups",
+]
+
+
+_NO_SAMPLE_SHAPE = torch.Size()
 
 
 class MultinomialCounts(dist.TorchDistribution):
@@ -64,7 +83,7 @@ class MultinomialCounts(dist.TorchDistribution):
             self.total_count.expand(batch_shape), self.probs.expand(batch_shape + self.event_shape)
         )
 
-    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size = _NO_SAMPLE_SHAPE) -> torch.Tensor:
         shape = torch.Size(sample_shape) + self.batch_shape
         probs = self.probs.expand(shape + self.event_shape).reshape(-1, self.event_shape[0])
         totals = self.total_count.expand(shape).reshape(-1).long()
@@ -83,6 +102,170 @@ class MultinomialCounts(dist.TorchDistribution):
         total = value.sum(-1)
         lp = torch.lgamma(total + 1) - torch.lgamma(value + 1).sum(-1) + logp.sum(-1)
         return torch.where(total == self.total_count, lp, torch.full_like(lp, -torch.inf))
+
+
+def check_groups(groups: Any) -> np.ndarray:
+    """Validate a partition of the vocabulary: one integer group id per feature; returns codes 0..G−1.
+
+    The ids may be any integers (or labels); they are relabelled 0..G−1 in order of first sorted value.
+    """
+    arr = np.asarray(groups)
+    if arr.ndim != 1 or arr.size == 0:
+        raise DataError(
+            f"groups must be a 1-D array with one group id per feature; got shape {arr.shape}. Pass e.g. "
+            "groups=[0, 0, 1, 1] for two groups of two words."
+        )
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
+            bad = int(np.flatnonzero(~np.isfinite(arr) | (arr != np.round(arr)))[0])
+            raise DataError(f"groups must hold integer ids; feature {bad} has {arr[bad]!r}. Pass integer group ids.")
+    elif arr.dtype.kind not in "iub":
+        raise DataError(f"groups must hold integer ids; got dtype {arr.dtype}. Pass integer group ids.")
+    _, codes = np.unique(arr, return_inverse=True)
+    return codes.astype(np.int64)
+
+
+def group_totals(x: torch.Tensor, groups: torch.Tensor, n_groups: int) -> torch.Tensor:
+    """Σ_{j∈B_g} x_j over the last axis: (..., J) -> (..., G)."""
+    out = torch.zeros(*x.shape[:-1], n_groups, dtype=x.dtype, device=x.device)
+    return out.index_add_(-1, groups, x)
+
+
+class _GroupedSimplex(constraints.Constraint):
+    """Non-negative vectors summing to 1 within every group.
+
+    No bijection to unconstrained space is registered, so Pyro's NUTS/SVI refuse a grouped model loudly
+    (``biject_to`` raises) instead of sampling with the wrong transform; the VB and Gibbs engines support it.
+    """
+
+    event_dim = 1
+
+    def __init__(self, groups: torch.Tensor) -> None:
+        self.groups = groups
+        super().__init__()
+
+    def check(self, value: torch.Tensor) -> torch.Tensor:
+        sums = group_totals(value, self.groups, int(self.groups.max().item()) + 1)
+        return (value >= 0).all(-1) & ((sums - 1).abs() < 1e-6).all(-1)
+
+
+class GroupedDirichlet(dist.TorchDistribution):
+    """Independent Dirichlet(γ_{B_g}) on each group of a vector: the prior of a grouped θ_{·,k}.
+
+    ``log_prob(x) = Σ_g [log Γ(Σ_{j∈B_g} γ_j) − Σ_{j∈B_g} log Γ(γ_j)] + Σ_j (γ_j − 1) log x_j`` for x whose
+    entries sum to 1 within every group (Buntine & Jakulin, Section 4.4).
+    """
+
+    arg_constraints = {"concentration": constraints.positive}
+
+    def __init__(self, concentration: torch.Tensor, groups: torch.Tensor, validate_args: bool | None = None) -> None:
+        self.concentration = concentration
+        self.groups = torch.as_tensor(groups, dtype=torch.long, device=concentration.device)
+        self.n_groups = int(self.groups.max().item()) + 1
+        super().__init__(concentration.shape[:-1], concentration.shape[-1:], validate_args=False)
+
+    @property
+    def support(self) -> Any:  # type: ignore[override]
+        return _GroupedSimplex(self.groups)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> GroupedDirichlet:
+        return GroupedDirichlet(self.concentration.expand(torch.Size(batch_shape) + self.event_shape), self.groups)
+
+    def sample(self, sample_shape: torch.Size | list[int] | tuple[int, ...] = ()) -> torch.Tensor:
+        shape = torch.Size(sample_shape) + self.batch_shape + self.event_shape
+        tiny = torch.finfo(self.concentration.dtype).tiny
+        g = torch._standard_gamma(self.concentration.expand(shape)).clamp_min(tiny)
+        return g / group_totals(g, self.groups, self.n_groups)[..., self.groups]
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        conc = self.concentration.expand(value.shape)
+        norm = torch.lgamma(group_totals(conc, self.groups, self.n_groups)).sum(-1) - torch.lgamma(conc).sum(-1)
+        return norm + ((conc - 1) * torch.log(value)).sum(-1)
+
+
+class GroupedMultinomialCounts(dist.TorchDistribution):
+    """One multinomial per group: w_{B_g} ~ Multinomial(L_g, p_{B_g}), with p summing to 1 in every group.
+
+    ``log_prob(w) = Σ_g log L_g! − Σ_j log w_j! + Σ_j w_j log p_j``; a group with L_g = 0 contributes
+    nothing (the chapter's 'Not Voting'), and a value whose group totals differ from ``group_totals``
+    has probability zero.
+    """
+
+    arg_constraints: dict[str, Any] = {}
+    has_enumerate_support = False
+
+    def __init__(
+        self, group_totals: torch.Tensor, probs: torch.Tensor, groups: torch.Tensor, validate_args: bool | None = None
+    ) -> None:
+        self.groups = torch.as_tensor(groups, dtype=torch.long, device=probs.device)
+        self.n_groups = int(self.groups.max().item()) + 1
+        batch_shape = torch.broadcast_shapes(group_totals.shape[:-1], probs.shape[:-1])
+        self.group_totals = group_totals.to(probs.dtype).expand(batch_shape + (self.n_groups,))
+        self.probs = probs.expand(batch_shape + probs.shape[-1:])
+        super().__init__(batch_shape, probs.shape[-1:], validate_args=False)
+
+    @property
+    def support(self) -> Any:  # type: ignore[override]
+        return constraints.nonnegative_integer
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> GroupedMultinomialCounts:
+        batch_shape = torch.Size(batch_shape)
+        return GroupedMultinomialCounts(
+            self.group_totals.expand(batch_shape + (self.n_groups,)), self.probs.expand(batch_shape + self.event_shape),
+            self.groups,
+        )
+
+    def sample(self, sample_shape: torch.Size | list[int] | tuple[int, ...] = ()) -> torch.Tensor:
+        shape = torch.Size(sample_shape) + self.batch_shape
+        out = torch.zeros(shape + self.event_shape, dtype=self.probs.dtype, device=self.probs.device)
+        for g in range(self.n_groups):
+            cols = torch.nonzero(self.groups == g).ravel()
+            probs = self.probs.expand(shape + self.event_shape)[..., cols]
+            totals = self.group_totals.expand(shape + (self.n_groups,))[..., g]
+            out[..., cols] = MultinomialCounts(totals, probs).sample()
+        return out
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        logp = torch.where(value > 0, value * torch.log(self.probs.clamp_min(1e-300)), torch.zeros_like(value))
+        totals = group_totals(value, self.groups, self.n_groups)
+        lp = torch.lgamma(totals + 1).sum(-1) - torch.lgamma(value + 1).sum(-1) + logp.sum(-1)
+        ok = (totals == self.group_totals).all(-1)
+        return torch.where(ok, lp, torch.full_like(lp, -torch.inf))
+
+
+class ZeroOrGamma(dist.TorchDistribution):
+    """Gamma(α, rate β) where ``active`` is 1 and a point mass at 0 where it is 0.
+
+    With ``active ~ Bernoulli(1 − ρ)`` this is the conditional Gamma-Poisson score prior of Buntine &
+    Jakulin eq. (3): marginally (1 − ρ) Gamma(l; α, β) + ρ 1[l = 0].
+    """
+
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
+
+    def __init__(
+        self, concentration: torch.Tensor, rate: torch.Tensor, active: torch.Tensor, validate_args: bool | None = None
+    ) -> None:
+        rate = torch.as_tensor(rate)
+        self.concentration, self.rate, self.active = torch.broadcast_tensors(
+            torch.as_tensor(concentration), rate, torch.as_tensor(active, dtype=rate.dtype)
+        )
+        super().__init__(self.concentration.shape, validate_args=False)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> ZeroOrGamma:
+        b = torch.Size(batch_shape)
+        return ZeroOrGamma(self.concentration.expand(b), self.rate.expand(b), self.active.expand(b))
+
+    def sample(self, sample_shape: torch.Size | list[int] | tuple[int, ...] = ()) -> torch.Tensor:
+        shape = torch.Size(sample_shape) + self.batch_shape
+        g = torch._standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
+        return torch.where(self.active.expand(shape) > 0, g, torch.zeros_like(g))
+
+    def log_prob(self, value: torch.Tensor) -> torch.Tensor:
+        a, b = self.concentration, self.rate
+        slab = a * torch.log(b) - torch.lgamma(a) + (a - 1) * torch.log(value.clamp_min(1e-300)) - b * value
+        spike = torch.where(value == 0, torch.zeros_like(value), torch.full_like(value, -torch.inf))
+        return torch.where(self.active > 0, slab, spike)
 
 
 class _DCABase:
@@ -115,11 +298,37 @@ class _DCABase:
 
     def _topic_word(self, n_features: int, dtype: torch.dtype, device: Any) -> torch.Tensor:
         gamma = torch.as_tensor(self.gamma_vector(n_features), dtype=dtype, device=device)
+        groups = self.groups_for(n_features)
+        if groups is None:
+            prior: Any = dist.Dirichlet(gamma)
+        else:
+            prior = GroupedDirichlet(gamma, torch.as_tensor(groups, device=device))
         with pyro.plate("component", self.n_components, dim=-1):
-            return pyro.sample("topic_word", dist.Dirichlet(gamma))
+            return pyro.sample("topic_word", prior)
+
+    groups: np.ndarray | None = None
+
+    @property
+    def n_groups(self) -> int:
+        """G, the number of groups of a grouped model (1 otherwise)."""
+        return 1 if self.groups is None else int(self.groups.max()) + 1
+
+    def groups_for(self, n_features: int) -> np.ndarray | None:
+        """The group codes (J,) checked against the vocabulary size; None for an ungrouped model."""
+        if self.groups is None:
+            return None
+        if self.groups.size != n_features:
+            raise DataError(
+                f"groups must have one entry per feature ({n_features}); got {self.groups.size}. Pass a group id "
+                "for every column of the count matrix."
+            )
+        return self.groups
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"n_components": self.n_components, "alpha": self.alpha.tolist(), "gamma": self.gamma.tolist()}
+        out = {"n_components": self.n_components, "alpha": self.alpha.tolist(), "gamma": self.gamma.tolist()}
+        if self.groups is not None:
+            out["groups"] = self.groups.tolist()
+        return out
 
     def _run_simulation(self, fn: Any, seed: int | None, **kwargs: Any) -> dict[str, np.ndarray]:
         # A scoped RNG: the caller's global torch state is restored afterwards.
@@ -150,6 +359,11 @@ class DirichletDCA(_DCABase):
         Dirichlet prior on the document proportions.
     gamma : float or array (J,), default 0.5
         Dirichlet prior on each component's word distribution (Jeffreys' 0.5, as in the chapter).
+    groups : array (J,) of int, optional
+        A partition of the vocabulary (multivariate DCA, Section 4.4): θ_{·,k} is normalised within each
+        group, and each group of a document is a multinomial with its own length L_g; a group with no
+        tokens in a document contributes nothing. ``doc_lengths`` / ``doc_length`` are then per group,
+        shaped (I, G) (or broadcastable to it).
 
     Examples
     --------
@@ -161,13 +375,21 @@ class DirichletDCA(_DCABase):
 
     doc_site = "doc_topic"
 
-    def __init__(self, n_components: int, *, alpha: Any = None, gamma: Any = 0.5) -> None:
+    def __init__(self, n_components: int, *, alpha: Any = None, gamma: Any = 0.5, groups: Any = None) -> None:
         if alpha is None:
             alpha = 1.0 / check_n_components(n_components, 10**9)
         super().__init__(n_components, alpha=alpha, gamma=gamma)
+        self.groups = None if groups is None else check_groups(groups)
 
     def __repr__(self) -> str:
-        return f"DirichletDCA({self.n_components}, alpha={_short(self.alpha)}, gamma={_short(self.gamma)})"
+        grouped = "" if self.groups is None else f", groups=<{self.n_groups} groups>"
+        return f"DirichletDCA({self.n_components}, alpha={_short(self.alpha)}, gamma={_short(self.gamma)}{grouped})"
+
+    def _counts_dist(self, lengths: torch.Tensor, probs: torch.Tensor) -> Any:
+        """Multinomial(L, p), or one multinomial per group with lengths (…, G) when grouped (Section 4.4)."""
+        if self.groups is None:
+            return MultinomialCounts(lengths, probs)
+        return GroupedMultinomialCounts(lengths, probs, torch.as_tensor(self.groups, device=probs.device))
 
     def model(
         self,
@@ -176,10 +398,15 @@ class DirichletDCA(_DCABase):
         doc_lengths: torch.Tensor | None = None,
         n_features: int | None = None,
     ) -> torch.Tensor:
-        """The bag-of-words model, V summed out (eq. 4). Pass ``counts`` (I, J) or ``doc_lengths`` (I,)."""
+        """The bag-of-words model, V summed out (eq. 4). Pass ``counts`` (I, J) or ``doc_lengths`` (I,).
+
+        Grouped: ``doc_lengths`` holds the group lengths L_(i),g, shaped (I, G).
+        """
         if counts is not None:
-            doc_lengths = counts.sum(-1)
             n_features = counts.shape[-1]
+            groups = self.groups_for(n_features)
+            doc_lengths = counts.sum(-1) if groups is None else group_totals(
+                counts, torch.as_tensor(groups, device=counts.device), self.n_groups)
         if doc_lengths is None or n_features is None:
             raise DataError("model needs counts, or doc_lengths and n_features to simulate.")
         ref = doc_lengths if torch.is_floating_point(doc_lengths) else doc_lengths.to(torch.get_default_dtype())
@@ -188,7 +415,7 @@ class DirichletDCA(_DCABase):
         with pyro.plate("document", ref.shape[0], dim=-1):
             doc_topic = pyro.sample("doc_topic", dist.Dirichlet(alpha))
             probs = doc_topic @ topic_word
-            return pyro.sample("counts", MultinomialCounts(ref, probs), obs=counts)
+            return pyro.sample("counts", self._counts_dist(ref, probs), obs=counts)
 
     def augmented_model(
         self,
@@ -201,6 +428,11 @@ class DirichletDCA(_DCABase):
 
         ``latent_counts`` is V with shape (I, K, J); the observed counts are its sum over components.
         """
+        if self.groups is not None:
+            raise DataError(
+                "augmented_model is declared for ungrouped models only; for groups=… use model() (the bag form), "
+                "whose group multinomials the engines are tested against."
+            )
         if latent_counts is not None:
             doc_lengths = latent_counts.sum((-1, -2))
             n_features = latent_counts.shape[-1]
@@ -234,8 +466,27 @@ class DirichletDCA(_DCABase):
     ) -> dict[str, np.ndarray]:
         """Draw a corpus from :meth:`model`: returns ``counts``, ``doc_topic`` and ``topic_word``.
 
-        ``doc_length`` is one length for all documents or one per document.
+        ``doc_length`` is one length for all documents or one per document; for a grouped model, the
+        tokens per group, broadcastable to (n_documents, G) (zeros allowed: a missing group).
         """
+        if self.groups is not None:
+            self.groups_for(int(n_features))
+            try:
+                lengths = np.broadcast_to(np.asarray(doc_length, dtype=np.float64),
+                                          (int(n_documents), self.n_groups)).copy()
+            except ValueError:
+                raise DataError(
+                    f"doc_length must broadcast to (n_documents, n_groups) = ({n_documents}, {self.n_groups}) for a "
+                    f"grouped model; got shape {np.shape(doc_length)}."
+                ) from None
+            if (lengths < 0).any() or (lengths != np.round(lengths)).any() or (lengths.sum(1) < 1).any():
+                raise DataError(
+                    "doc_length must hold non-negative integer group lengths with at least one token per "
+                    f"document; got {doc_length!r}."
+                )
+            return self._run_simulation(
+                self.model, seed, doc_lengths=torch.as_tensor(lengths, dtype=dtype), n_features=int(n_features)
+            )
         lengths = np.broadcast_to(np.asarray(doc_length, dtype=np.float64), (int(n_documents),)).copy()
         if (lengths < 1).any() or (lengths != np.round(lengths)).any():
             raise DataError(f"doc_length must hold positive integers; got {doc_length!r}.")
@@ -279,7 +530,8 @@ class GammaPoissonDCA(_DCABase):
 
     def __repr__(self) -> str:
         beta = "auto" if self.beta is None else _short(self.beta)
-        return f"GammaPoissonDCA({self.n_components}, alpha={_short(self.alpha)}, beta={beta}, gamma={_short(self.gamma)})"
+        alpha, gamma = _short(self.alpha), _short(self.gamma)
+        return f"GammaPoissonDCA({self.n_components}, alpha={alpha}, beta={beta}, gamma={gamma})"
 
     def hyperparameters(self) -> dict[str, Any]:
         out = super().hyperparameters()
@@ -354,6 +606,162 @@ class GammaPoissonDCA(_DCABase):
     ) -> dict[str, np.ndarray]:
         """Draw a corpus from :meth:`model` (β must be set): ``counts``, ``doc_scores``, ``topic_word``."""
         return self._run_simulation(self.model, seed, n_documents=int(n_documents), n_features=int(n_features))
+
+
+class ConditionalGammaPoissonDCA(_DCABase):
+    """Conditional Gamma-Poisson (CGP) discrete component analysis: a sparse GaP; Buntine & Jakulin eq. (3).
+
+    For each document and component, the score is exactly zero with probability ρ_k and otherwise
+    l_k ~ Gamma(α_k, β_k) (rate β); counts w_j ~ Poisson((Θ l)_j) and θ_{·,k} ~ Dirichlet(γ) as in GaP.
+    The Pyro model declares the spike with a Bernoulli site ``active`` ~ Bernoulli(1 − ρ_k) and the score
+    ``doc_scores`` ~ :class:`ZeroOrGamma` (Gamma where active, 0 otherwise), so the per-component factor
+    summed over ``active`` is eq. (3), (1 − ρ_k) Gamma(l_k; α_k, β_k) + ρ_k 1[l_k = 0], and in the
+    component-count form (eq. 8) the score integrates out to eq. (9):
+    (1 − ρ_k) Γ(c_k+α_k)/Γ(α_k) · β_k^{α_k}/(β_k+1)^{c_k+α_k} + ρ_k 1[c_k = 0].
+
+    With ρ = 0 this is :class:`GammaPoissonDCA`.
+
+    Parameters
+    ----------
+    n_components : int
+    alpha : float or array (K,), default 1/K
+        Gamma shape of the non-zero scores.
+    beta : float or array (K,), optional
+        Gamma rate of the non-zero scores; by default set when fitting so that the prior mean document
+        length (1 − ρ)·α/β summed over components equals the corpus's mean length.
+    rho : float or array (K,) in [0, 1), default 0.5
+        Prior probability that a component is absent from a document (its score exactly 0).
+    gamma : float or array (J,), default 0.5
+
+    Examples
+    --------
+    >>> model = ConditionalGammaPoissonDCA(3, alpha=1.0, beta=0.1, rho=0.6)
+    >>> sim = model.simulate(n_documents=5, n_features=8, seed=0)
+    >>> sorted(sim)
+    ['active', 'counts', 'doc_scores', 'topic_word']
+    >>> bool(((sim["doc_scores"] == 0) == (sim["active"] == 0)).all())
+    True
+    """
+
+    doc_site = "doc_scores"
+
+    def __init__(
+        self, n_components: int, *, alpha: Any = None, beta: Any = None, rho: Any = 0.5, gamma: Any = 0.5
+    ) -> None:
+        if alpha is None:
+            alpha = 1.0 / check_n_components(n_components, 10**9)
+        super().__init__(n_components, alpha=alpha, gamma=gamma)
+        self.beta = None if beta is None else check_positive(beta, "beta", shape=(self.n_components,))
+        self.rho = check_rho(rho, self.n_components)
+
+    def __repr__(self) -> str:
+        beta = "auto" if self.beta is None else _short(self.beta)
+        return (
+            f"ConditionalGammaPoissonDCA({self.n_components}, alpha={_short(self.alpha)}, beta={beta}, "
+            f"rho={_short(self.rho)}, gamma={_short(self.gamma)})"
+        )
+
+    def hyperparameters(self) -> dict[str, Any]:
+        out = super().hyperparameters()
+        out["beta"] = None if self.beta is None else self.beta.tolist()
+        out["rho"] = self.rho.tolist()
+        return out
+
+    def with_beta_for(self, mean_doc_length: float) -> ConditionalGammaPoissonDCA:
+        """A copy whose unset β gives a prior mean document length Σ_k (1 − ρ_k) α_k / β equal to the mean."""
+        if self.beta is not None:
+            return self
+        active_mass = float(((1 - self.rho) * self.alpha).sum())
+        beta = np.full(self.n_components, max(active_mass, 1e-12) / max(float(mean_doc_length), 1e-12))
+        return self.replace(beta=beta)
+
+    def replace(self, **changes: Any) -> ConditionalGammaPoissonDCA:
+        """A copy with some hyperparameters changed."""
+        kw = {"alpha": self.alpha, "beta": self.beta, "rho": self.rho, "gamma": self.gamma}
+        kw.update(changes)
+        return ConditionalGammaPoissonDCA(self.n_components, **kw)
+
+    def _beta(self, like: torch.Tensor) -> torch.Tensor:
+        if self.beta is None:
+            raise DataError(
+                "beta is not set; pass beta=… to ConditionalGammaPoissonDCA, or fit first (fit sets it from the data)."
+            )
+        return self._tensor(self.beta, like)
+
+    def model(
+        self,
+        counts: torch.Tensor | None = None,
+        *,
+        n_documents: int | None = None,
+        n_features: int | None = None,
+    ) -> torch.Tensor:
+        """The bag-of-words model (eq. 2 with the prior of eq. 3). Pass ``counts``, or the two sizes."""
+        if counts is not None:
+            n_documents, n_features = counts.shape
+        if n_documents is None or n_features is None:
+            raise DataError("model needs counts, or n_documents and n_features to simulate.")
+        ref = counts if counts is not None else torch.zeros(())
+        topic_word = self._topic_word(n_features, ref.dtype, ref.device)
+        alpha, beta, rho = self._tensor(self.alpha, ref), self._beta(ref), self._tensor(self.rho, ref)
+        with pyro.plate("document", n_documents, dim=-1):
+            active = pyro.sample("active", dist.Bernoulli(probs=1 - rho).to_event(1))
+            scores = pyro.sample("doc_scores", ZeroOrGamma(alpha, beta, active).to_event(1))
+            rate = scores @ topic_word
+            return pyro.sample("counts", dist.Poisson(rate).to_event(1), obs=counts)
+
+    def augmented_model(
+        self,
+        latent_counts: torch.Tensor | None = None,
+        *,
+        n_documents: int | None = None,
+        n_features: int | None = None,
+    ) -> torch.Tensor:
+        """The component-assignment form (eq. 8): c_k ~ Poisson(l_k) (0 when l_k = 0), v_{·,k} ~ Mult(c_k, θ_{·,k})."""
+        if latent_counts is not None:
+            n_documents, _, n_features = latent_counts.shape
+        if n_documents is None or n_features is None:
+            raise DataError("augmented_model needs latent_counts, or n_documents and n_features.")
+        ref = latent_counts if latent_counts is not None else torch.zeros(())
+        topic_word = self._topic_word(n_features, ref.dtype, ref.device)
+        alpha, beta, rho = self._tensor(self.alpha, ref), self._beta(ref), self._tensor(self.rho, ref)
+        with pyro.plate("document", n_documents, dim=-2), pyro.plate("component_of_doc", self.n_components, dim=-1):
+            active = pyro.sample("active", dist.Bernoulli(probs=1 - rho))
+            scores = pyro.sample("doc_scores", ZeroOrGamma(alpha, beta, active))
+            c = pyro.sample(
+                "component_counts",
+                dist.Poisson(scores),
+                obs=None if latent_counts is None else latent_counts.sum(-1),
+            )
+            return pyro.sample("latent_counts", MultinomialCounts(c, topic_word), obs=latent_counts)
+
+    def simulate(
+        self,
+        n_documents: int,
+        n_features: int,
+        *,
+        seed: int | None = None,
+        dtype: torch.dtype = torch.float64,
+    ) -> dict[str, np.ndarray]:
+        """Draw a corpus from :meth:`model` (β must be set): ``counts``, ``active``, ``doc_scores``, ``topic_word``."""
+        return self._run_simulation(self.model, seed, n_documents=int(n_documents), n_features=int(n_features))
+
+
+def check_rho(rho: Any, n_components: int) -> np.ndarray:
+    """ρ as a K-vector of probabilities in [0, 1)."""
+    arr = np.asarray(rho, dtype=np.float64) if not isinstance(rho, str) else None
+    if arr is None:
+        raise DataError(f"rho must be a probability or an array of {n_components} probabilities; got {rho!r}.")
+    try:
+        arr = np.broadcast_to(arr, (n_components,)).copy()
+    except ValueError:
+        raise DataError(f"rho must be a scalar or have shape ({n_components},); got shape {arr.shape}.") from None
+    bad = ~np.isfinite(arr) | (arr < 0) | (arr >= 1)
+    if bad.any():
+        raise DataError(
+            f"rho must lie in [0, 1) (the prior probability that a score is exactly 0); got "
+            f"{arr[np.flatnonzero(bad)[0]]}. Use rho=0 for plain Gamma-Poisson."
+        )
+    return arr
 
 
 def _short(a: np.ndarray) -> str:

@@ -1,6 +1,7 @@
 """Feature weights and feature selectors."""
 
 from latentfs.select.base import BaseSelector
+from latentfs.select.dca_features import DCAClassifier, DCAFeatures, component_features, fold_in_features
 from latentfs.select.factor_weights import communalities, loading_weights, promax, quartimax, rotate, varimax
 from latentfs.select.forest import ForestRelevanceSelector, forest_relevance
 from latentfs.select.mixture_weights import MixtureSeparationSelector, mixture_feature_weights
@@ -9,6 +10,10 @@ from latentfs.select.weights import FeatureWeights
 
 __all__ = [
     "BaseSelector",
+    "DCAClassifier",
+    "DCAFeatures",
+    "component_features",
+    "fold_in_features",
     "FeatureWeights",
     "ForestRelevanceSelector",
     "MixtureSeparationSelector",

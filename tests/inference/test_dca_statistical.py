@@ -46,7 +46,7 @@ def test_geweke_successive_conditional_simulator_recovers_the_prior(model):
         else:
             latent = torch._standard_gamma(alpha.expand(I, K).contiguous(), generator=torch_rng) / torch.as_tensor(model.beta)
         t_hist, l_hist = [], []
-        for it in range(3000):
+        for _ in range(3000):
             # data | parameters, from the declared model's likelihood
             if isinstance(model, DirichletDCA):
                 probs = latent @ theta
