@@ -1,0 +1,421 @@
+"""Feature selection for linear SVMs with provable margin guarantees (Paul, Magdon-Ismail & Drineas).
+
+Given the right singular vectors ``V`` (d × ℓ, ``VᵀV = I``) of the training matrix (unsupervised) or of
+the support vectors (supervised), a selection ``R = S D`` (d × r, one column per picked feature with a
+rescaling weight) is good when ``E = I − Vᵀ R Rᵀ V`` is small: then the margin of the SVM on ``X R``
+satisfies ``γ̃² ≥ (1 − ‖E‖₂/(1 − ‖E‖₂)) γ²`` (Paul et al., proof of Theorem 1, eqs. 8–13).
+
+Two ways to build ``R``:
+
+* **BSS** (Batson, Spielman & Srivastava 2009; Paul et al. Algorithm 1): deterministic, ``r > ℓ``
+  greedy steps between two moving barriers; every eigenvalue of ``Vᵀ R Rᵀ V`` lands in
+  ``[(1 − sqrt(ℓ/r))², (1 + sqrt(ℓ/r))²]``. The weight of a pick is ``sqrt(t)`` (the paper prints
+  ``1/sqrt(t)``, a typo: see the digest), times ``sqrt((1 − sqrt(ℓ/r))/r)`` at the end. Among valid
+  candidates the unselected one with the largest norm ``‖v_i‖`` is taken (Paul et al. §5.2); the
+  scan goes down the norms, so only a few columns are scored per step.
+* **Leverage-score sampling** (Paul et al. §3.2): i.i.d. draws with weight ``1/sqrt(r p_i)`` or
+  independent Bernoulli keeps with weight ``1/sqrt(min(1, r p_i))``, ``p_i = ‖V_(i)‖²/ℓ``.
+
+**Approximate BSS** (Paul et al. Algorithm 2) runs BSS on the right singular vectors of a Gaussian sketch
+``G X`` (t × d). The supervised mode fits a linear SVM (scikit-learn, an optional dependency) and selects
+from its support vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from latentfs.data import DataError, as_labels
+from latentfs.select.base import BaseSelector
+from latentfs.select.leverage import (
+    _SCHEMES,
+    _as_matrix,
+    _check_r,
+    _rng,
+    leverage_scores,
+    merge_duplicates,
+    right_singular_vectors,
+)
+from latentfs.select.weights import FeatureWeights
+
+__all__ = [
+    "BSSResult",
+    "SVMFeatureSelector",
+    "approx_bss_select",
+    "bss_select",
+    "gram_deviation",
+    "margin_lower_bound",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# BSS
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BSSResult:
+    """Output of :func:`bss_select`.
+
+    Attributes
+    ----------
+    indices : ndarray of int, shape (r,)
+        Feature picked at each step τ (column τ of ``S``); may repeat when no unselected
+        candidate is valid.
+    weights : ndarray, shape (r,)
+        ``D_ττ = sqrt(t_τ) · sqrt((1 − sqrt(ℓ/r))/r)``.
+    eigenvalue_range : tuple of float
+        Smallest and largest eigenvalue of ``Vᵀ S D² Sᵀ V`` (inside ``[(1−q)², (1+q)²]``, q = sqrt(ℓ/r)).
+    n_repeats : int
+        Steps that had to re-pick an already selected feature.
+    """
+
+    indices: np.ndarray
+    weights: np.ndarray
+    eigenvalue_range: tuple[float, float]
+    n_repeats: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _lower_potential_terms(lam: np.ndarray, L: float) -> tuple[np.ndarray, np.ndarray, float]:
+    # 𝓛(v) = vᵀ(A − L'I)^{-2}v / (Φ(L', A) − Φ(L, A)) − vᵀ(A − L'I)^{-1}v, with L' = L + δ_L, δ_L = 1
+    Lp = L + 1.0
+    dphi = np.sum(1.0 / (lam - Lp)) - np.sum(1.0 / (lam - L))
+    return (lam - Lp) ** -2.0 / dphi, -((lam - Lp) ** -1.0), dphi
+
+
+def _upper_potential_terms(lam: np.ndarray, U: float, dU: float) -> tuple[np.ndarray, np.ndarray, float]:
+    # 𝓤(v) = vᵀ(U'I − A)^{-2}v / (Φ̂(U, A) − Φ̂(U', A)) + vᵀ(U'I − A)^{-1}v, with U' = U + δ_U
+    Up = U + dU
+    dphi = np.sum(1.0 / (U - lam)) - np.sum(1.0 / (Up - lam))
+    return (Up - lam) ** -2.0 / dphi, (Up - lam) ** -1.0, dphi
+
+
+def _score_columns(VQ2: np.ndarray, lam: np.ndarray, L: float, U: float, dU: float) -> tuple[np.ndarray, np.ndarray]:
+    a2, a1, _ = _lower_potential_terms(lam, L)
+    b2, b1, _ = _upper_potential_terms(lam, U, dU)
+    lower = VQ2 @ (a2 + a1)
+    upper = VQ2 @ (b2 + b1)
+    return lower, upper
+
+
+def _pick_max_norm(V: np.ndarray, order: np.ndarray, selected: np.ndarray, Qa: np.ndarray, lam: np.ndarray,
+                   L: float, U: float, dU: float, chunk: int) -> tuple[int, float, float, bool]:
+    """The valid candidate (𝓤 ≤ 𝓛) of largest norm, unselected ones first (Paul et al. §5.2)."""
+    fallback: tuple[int, float, float] | None = None
+    for start in range(0, order.size, chunk):
+        cand = order[start:start + chunk]
+        lo, up = _score_columns((V[cand] @ Qa) ** 2, lam, L, U, dU)
+        ok = up <= lo * (1 + 1e-12) + 1e-300
+        fresh = ok & ~selected[cand]
+        if fresh.any():
+            j = int(np.flatnonzero(fresh)[0])
+            return int(cand[j]), float(lo[j]), float(up[j]), False
+        if fallback is None and ok.any():
+            j = int(np.flatnonzero(ok)[0])
+            fallback = (int(cand[j]), float(lo[j]), float(up[j]))
+    if fallback is None:
+        raise DataError("BSS found no valid column (𝓤 ≤ 𝓛); V must have orthonormal columns. "
+                        "Pass right singular vectors (VᵀV = I).")
+    return (*fallback, True)
+
+
+def _pick_first(V: np.ndarray, order: np.ndarray, selected: np.ndarray, Qa: np.ndarray, lam: np.ndarray,
+                L: float, U: float, dU: float, chunk: int) -> tuple[int, float, float, bool]:
+    """The first valid candidate in index order (the naive rule; repeats are common)."""
+    for start in range(0, V.shape[0], chunk):
+        cand = np.arange(start, min(start + chunk, V.shape[0]))
+        lo, up = _score_columns((V[cand] @ Qa) ** 2, lam, L, U, dU)
+        ok = np.flatnonzero((up <= lo * (1 + 1e-12)) & (np.sum(V[cand] ** 2, axis=1) > 0))
+        if ok.size:
+            j = int(ok[0])
+            return int(cand[j]), float(lo[j]), float(up[j]), bool(selected[cand[j]])
+    raise DataError("BSS found no valid column (𝓤 ≤ 𝓛); V must have orthonormal columns. "
+                    "Pass right singular vectors (VᵀV = I).")
+
+
+_TIE_BREAKS: dict[str, Callable[..., tuple[int, float, float, bool]]] = {
+    "max_norm": _pick_max_norm,
+    "first": _pick_first,
+}
+
+
+def bss_select(V: Any, r: int, *, tie_break: str = "max_norm", chunk: int = 256) -> BSSResult:
+    """Deterministic BSS column selection (Paul et al. Algorithm 1; Batson, Spielman & Srivastava 2009).
+
+    Parameters
+    ----------
+    V : array of shape (d, ℓ)
+        Orthonormal columns (``VᵀV = I_ℓ``), e.g. right singular vectors of the data.
+    r : int
+        Number of steps (columns of ``S``), ``ℓ < r``.
+    tie_break : {"max_norm", "first"}
+        Which valid candidate to take: the paper's heuristic (unselected, largest ``‖v_i‖``) or the first.
+    chunk : int
+        Candidates scored at a time (memory ``chunk × ℓ``).
+
+    Returns
+    -------
+    BSSResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V = np.linalg.qr(np.random.default_rng(0).normal(size=(50, 3)))[0]
+    >>> res = bss_select(V, 12)
+    >>> lo, hi = res.eigenvalue_range
+    >>> bool((1 - 0.5) ** 2 <= lo and hi <= (1 + 0.5) ** 2)
+    True
+    """
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim != 2:
+        raise DataError(f"V must be 2-D (features × ℓ); got shape {V.shape}.")
+    d, ell = V.shape
+    if not np.allclose(V.T @ V, np.eye(ell), atol=1e-8):
+        raise DataError("V must have orthonormal columns (VᵀV = I); pass right singular vectors, "
+                        "e.g. from right_singular_vectors(X).")
+    if tie_break not in _TIE_BREAKS:
+        raise DataError(f"tie_break must be one of {sorted(_TIE_BREAKS)}; got {tie_break!r}.")
+    r = _check_r(r, d, "bss", name="r")
+    if r <= ell:
+        raise DataError(
+            f"r must exceed the rank ℓ = {ell} of V for BSS; got r={r}. Select more than {ell} "
+            "features, or reduce ℓ (approximate BSS with a smaller sketch_size)."
+        )
+    q = np.sqrt(ell / r)
+    dU = (1 + q) / (1 - q)
+    order = np.argsort(-np.sum(V**2, axis=1), kind="stable")
+    order = order[np.sum(V[order] ** 2, axis=1) > 0]  # zero-norm columns are never picked
+    pick = _TIE_BREAKS[tie_break]
+    A = np.zeros((ell, ell))
+    selected = np.zeros(d, dtype=bool)
+    idx = np.empty(r, dtype=np.int64)
+    t = np.empty(r)
+    repeats = 0
+    for tau in range(r):
+        L = tau - np.sqrt(r * ell)
+        U = dU * (tau + np.sqrt(ell * r))
+        lam, Qa = np.linalg.eigh(A)
+        i, lo, up, rep = pick(V, order, selected, Qa, lam, L, U, dU, chunk)
+        t[tau] = 2.0 / (lo + up)  # t⁻¹ = (𝓤 + 𝓛)/2
+        A += t[tau] * np.outer(V[i], V[i])
+        idx[tau] = i
+        repeats += int(rep)
+        selected[i] = True
+    w = np.sqrt(t) * np.sqrt((1 - q) / r)
+    ev = np.linalg.eigvalsh((V[idx] * w[:, None] ** 2).T @ V[idx])
+    return BSSResult(idx, w, (float(ev[0]), float(ev[-1])), repeats,
+                     {"ell": ell, "r": r, "bound": ((1 - q) ** 2, (1 + q) ** 2), "tie_break": tie_break})
+
+
+def gram_deviation(V: Any, indices: Any, weights: Any) -> float:
+    """``‖E‖₂ = ‖I − Vᵀ R Rᵀ V‖₂`` for the selection ``R = S D`` (Paul et al., eq. for E).
+
+    Examples
+    --------
+    >>> V = np.eye(4)[:, :2]
+    >>> gram_deviation(V, [0, 1], [1.0, 1.0])
+    0.0
+    """
+    V = np.asarray(V, dtype=np.float64)
+    idx = np.asarray(indices)
+    w = np.asarray(weights, dtype=np.float64)
+    E = np.eye(V.shape[1]) - (V[idx] * w[:, None] ** 2).T @ V[idx]
+    return float(np.max(np.abs(np.linalg.eigvalsh(E))))
+
+
+def margin_lower_bound(E_norm: float) -> float:
+    """The factor ``1 − ‖E‖/(1 − ‖E‖)`` with ``γ̃² ≥ factor · γ²`` (Paul et al., eqs. 8–13; hard margin).
+
+    Examples
+    --------
+    >>> margin_lower_bound(0.2)
+    0.75
+    """
+    if not 0 <= E_norm < 1:
+        raise DataError(f"E_norm must lie in [0, 1) for the margin bound; got {E_norm}.")
+    return 1.0 - E_norm / (1.0 - E_norm)
+
+
+def approx_bss_select(X: Any, r: int, *, sketch_size: int = 128, seed: Any = None,
+                      tie_break: str = "max_norm") -> tuple[BSSResult, np.ndarray]:
+    """Approximate BSS (Paul et al. Algorithm 2): BSS on the right singular vectors of ``G X``.
+
+    ``G`` is a t × n standard Gaussian matrix (t = ``sketch_size``); returns the BSS result and the
+    sketch's singular vectors ``V̂`` (d × ℓ̂, ℓ̂ ≤ t).
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(40, 60))
+    >>> res, Vh = approx_bss_select(X, 20, sketch_size=8, seed=0)
+    >>> Vh.shape, res.indices.size
+    ((60, 8), 20)
+    """
+    A, _ = _as_matrix(X)
+    rng = _rng(seed)
+    if isinstance(sketch_size, bool) or not isinstance(sketch_size, (int, np.integer)) or sketch_size < 1:
+        raise DataError(f"sketch_size must be a positive integer; got {sketch_size!r}.")
+    G = rng.standard_normal((min(sketch_size, A.shape[0]), A.shape[0]))
+    sketch = np.asarray((A.T @ G.T).T)  # t × d, sparse-safe
+    Vh, _ = right_singular_vectors(sketch)
+    return bss_select(Vh, r, tie_break=tie_break), Vh
+
+
+# ---------------------------------------------------------------------------------------------
+# selector
+# ---------------------------------------------------------------------------------------------
+def _linear_svm(C: float, kind: str) -> Any:
+    try:
+        from sklearn.svm import SVC, LinearSVC
+    except ImportError:  # pragma: no cover - exercised only without scikit-learn
+        raise DataError(
+            "mode='supervised' needs a linear SVM from scikit-learn, which is not installed. "
+            "Install it with `pip install scikit-learn` (or `pip install latentfs[sklearn]`), or use "
+            "mode='unsupervised'."
+        ) from None
+    if kind == "svc":
+        return SVC(kernel="linear", C=C)
+    return LinearSVC(C=C, loss="hinge", dual=True, max_iter=20000)
+
+
+def _support_vectors(X: Any, y: np.ndarray, C: float, kind: str) -> np.ndarray:
+    """Indices of the support vectors of a linear SVM (one-vs-rest union for several classes)."""
+    classes = np.unique(y)
+    pairs = [(classes[0], classes[1])] if classes.size == 2 else [(c, None) for c in classes]
+    sv: set[int] = set()
+    for pos, _ in pairs:
+        yy = np.where(y == pos, 1, -1)
+        svm = _linear_svm(C, kind).fit(X, yy)
+        if kind == "svc":
+            sv.update(int(i) for i in svm.support_)
+        else:  # points on or inside the margin: y f(x) ≤ 1 (+ solver slack)
+            f = np.asarray(svm.decision_function(X)).ravel()
+            sv.update(int(i) for i in np.flatnonzero(yy * f <= 1 + 1e-3))
+    return np.array(sorted(sv), dtype=np.int64)
+
+
+_Picked = tuple[np.ndarray, np.ndarray, np.ndarray]  # indices, weights, V used
+
+
+def _select_bss(A: Any, r: int, sel: SVMFeatureSelector, rng: np.random.Generator) -> _Picked:
+    V, _ = right_singular_vectors(A, method=sel.svd, seed=rng)
+    res = bss_select(V, r)
+    return res.indices, res.weights, V
+
+
+def _select_leverage(A: Any, r: int, sel: SVMFeatureSelector, rng: np.random.Generator) -> _Picked:
+    V, _ = right_singular_vectors(A, method=sel.svd, seed=rng)
+    idx, w = _SCHEMES[sel.scheme](leverage_scores(V), r, rng)
+    return idx, w, V
+
+
+def _select_approx_bss(A: Any, r: int, sel: SVMFeatureSelector, rng: np.random.Generator) -> _Picked:
+    res, Vh = approx_bss_select(A, r, sketch_size=sel.sketch_size, seed=rng)
+    return res.indices, res.weights, Vh
+
+
+_METHODS: dict[str, Callable[..., _Picked]] = {
+    "bss": _select_bss,
+    "leverage": _select_leverage,
+    "approx_bss": _select_approx_bss,
+}
+
+
+class SVMFeatureSelector(BaseSelector):
+    """Feature selection for a linear SVM by BSS or leverage scores (Paul, Magdon-Ismail & Drineas).
+
+    ``mode="unsupervised"`` selects from the right singular vectors of the training data;
+    ``mode="supervised"`` first fits a linear SVM (scikit-learn) and selects from those of the support
+    vectors only (Paul et al. §4). ``weights_`` holds the leverage scores of the matrix used (the
+    BSS order follows them); ``support_`` the picked features and ``scale_`` their merged rescaling
+    weights (the ``D`` of ``R = S D``), applied by :meth:`transform` when ``rescale=True``.
+
+    Parameters
+    ----------
+    n_features_to_select : int
+        ``r``: BSS steps (must exceed the rank ℓ of the matrix used; with ``"approx_bss"``, ℓ ≤
+        ``sketch_size``), i.i.d. draws, or expected keeps (Bernoulli).
+    method : {"bss", "leverage", "approx_bss"}
+    mode : {"unsupervised", "supervised"}
+    scheme : {"iid", "bernoulli"}
+        Leverage sampling scheme.
+    sketch_size : int
+        ``t`` of approximate BSS.
+    svd : {"exact", "randomized"}
+        How the singular vectors are computed.
+    C : float
+        SVM cost for the supervised mode.
+    svm : {"svc", "linear_svc"}
+        ``SVC(kernel="linear")`` (exact support vectors) or ``LinearSVC`` (liblinear; faster).
+    rescale : bool
+    seed : int or Generator, optional
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(10, 40))
+    >>> sel = SVMFeatureSelector(20, method="bss").fit(X)
+    >>> int(sel.get_support().sum()) >= 10
+    True
+    """
+
+    _support_from_weights = False
+
+    def __init__(self, n_features_to_select: int, *, method: str = "bss", mode: str = "unsupervised",
+                 scheme: str = "iid", sketch_size: int = 128, svd: str = "exact", C: float = 1.0,
+                 svm: str = "svc", rescale: bool = True, seed: Any = None) -> None:
+        self.n_features_to_select = n_features_to_select
+        self.method = method
+        self.mode = mode
+        self.scheme = scheme
+        self.sketch_size = sketch_size
+        self.svd = svd
+        self.C = C
+        self.svm = svm
+        self.rescale = rescale
+        self.seed = seed
+
+    def _fit(self, X: Any, y: Any = None) -> FeatureWeights:
+        A, names = _as_matrix(X)
+        if self.method not in _METHODS:
+            raise DataError(f"method must be one of {sorted(_METHODS)}; got {self.method!r}.")
+        if self.mode not in ("unsupervised", "supervised"):
+            raise DataError(f"mode must be 'unsupervised' or 'supervised'; got {self.mode!r}.")
+        if self.scheme not in ("iid", "bernoulli"):
+            raise DataError(f"scheme must be 'iid' or 'bernoulli'; got {self.scheme!r}.")
+        if self.svm not in ("svc", "linear_svc"):
+            raise DataError(f"svm must be 'svc' or 'linear_svc'; got {self.svm!r}.")
+        r = _check_r(self.n_features_to_select, A.shape[1], "bss" if self.method != "leverage" else self.scheme)
+        rng = _rng(self.seed)
+        rows = np.arange(A.shape[0])
+        if self.mode == "supervised":
+            if y is None:
+                raise DataError("y is required for mode='supervised'; pass the class labels, or use "
+                                "mode='unsupervised'.")
+            codes, _ = as_labels(y, A.shape[0])
+            rows = _support_vectors(A, codes, float(self.C), self.svm)
+        Asub = A[rows]
+        idx, w, V = _METHODS[self.method](Asub, r, self, rng)
+        self.sample_indices_, self.sample_weights_ = idx, w
+        self.support_vector_indices_ = rows
+        self.gram_deviation_ = gram_deviation(V, idx, w)
+        uniq, merged = merge_duplicates(idx, w)
+        self.support_ = np.zeros(A.shape[1], dtype=bool)
+        self.support_[uniq] = True
+        self.scale_ = merged
+        scores = leverage_scores(V)
+        return FeatureWeights(scores, f"svm_{self.method}", feature_names=names,
+                              info={"mode": self.mode, "r": r, "rank": int(V.shape[1]),
+                                    "E_norm": self.gram_deviation_,
+                                    "definition": "leverage p_i = ||V_(i)||^2 / rank (Paul et al. §3.2)"})
+
+    def transform(self, X: Any) -> Any:
+        out = super().transform(X)
+        if not self.rescale:
+            return out
+        return out.multiply(self.scale_[None, :]).tocsr() if sp.issparse(out) else np.asarray(out) * self.scale_
+

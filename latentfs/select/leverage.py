@@ -1,0 +1,628 @@
+"""Leverage-score feature selection for k-means (Boutsidis, Mahoney & Drineas, NIPS 2009).
+
+The top-``k`` right singular vectors ``V_k`` (d × k) of the data ``A`` (n × d) give each feature a
+leverage score ``‖(V_k)_(i)‖²``; normalised by ``k`` they are the sampling probabilities ``p_i`` of
+Boutsidis, Mahoney & Drineas (2009), Algorithm 1. Sampling ``r`` features i.i.d. from ``p`` and
+rescaling each draw by ``1/sqrt(r p_i)`` gives ``Ã = A S D`` with ``E[Ã Ãᵀ] = A Aᵀ``; k-means on ``Ã``
+approximates k-means on ``A`` (their Theorem 1; see the digest for a gap in its proof, so this
+module certifies results through the always-valid lower bound ``‖A − A_k‖²_F ≤ F_opt`` instead).
+
+Besides the paper's i.i.d. scheme the module offers independent Bernoulli sampling (keep feature ``i``
+with probability ``min(1, r p_i)``, weight ``1/sqrt(min(1, r p_i))``), and the deterministic top-``r``
+rule (Jolliffe's B3). Singular vectors come from an exact SVD or a randomized range finder (Halko,
+Martinsson & Tropp 2011), both of which work on ``scipy.sparse`` input without densifying it; centring
+is applied implicitly. The small linear-algebra helpers here are shared by :mod:`latentfs.select.bss`
+and :mod:`latentfs.select.q_alpha`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from latentfs.data import DataError, as_continuous, check_n_components
+from latentfs.select.base import BaseSelector
+from latentfs.select.weights import FeatureWeights
+
+__all__ = [
+    "KMeansResult",
+    "LeverageScoreSelector",
+    "clustering_accuracy",
+    "kmeans",
+    "kmeans_feature_selection",
+    "kmeans_objective",
+    "leverage_scores",
+    "merge_duplicates",
+    "right_singular_vectors",
+    "sample_features",
+    "svd_lower_bound",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# input and randomness
+# ---------------------------------------------------------------------------------------------
+def _rng(seed: Any) -> np.random.Generator:
+    """A numpy Generator from an int, None, a Generator or a torch.Generator (its initial seed)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or isinstance(seed, (int, np.integer)):
+        return np.random.default_rng(seed)
+    if hasattr(seed, "initial_seed"):  # torch.Generator
+        return np.random.default_rng(int(seed.initial_seed()))
+    raise DataError(
+        f"seed must be an int, None, a numpy Generator or a torch.Generator; got {type(seed).__name__}."
+    )
+
+
+def _as_matrix(X: Any, name: str = "X") -> tuple[np.ndarray | sp.csr_matrix, tuple[str, ...]]:
+    """Validate a real matrix, keeping scipy.sparse input sparse (CSR, float64, finite)."""
+    if sp.issparse(X):
+        if X.dtype.kind not in "biuf":
+            raise DataError(
+                f"{name} must be numeric; got a sparse matrix of dtype {X.dtype}. Convert it with "
+                "X.astype(float)."
+            )
+        csr = sp.csr_matrix(X, dtype=np.float64)
+        if csr.shape[0] == 0 or csr.shape[1] == 0:
+            raise DataError(f"{name} is empty: shape {csr.shape}. Pass at least one row and one feature.")
+        bad = ~np.isfinite(csr.data)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            row = int(np.searchsorted(csr.indptr, i, side="right") - 1)
+            raise DataError(
+                f"{name} must not contain NaN or infinite values; row {row} column "
+                f"{int(csr.indices[i])} holds {csr.data[i]}. Impute or drop the missing values first."
+            )
+        csr.sum_duplicates()
+        return csr, tuple(f"x{i}" for i in range(csr.shape[1]))
+    cm = as_continuous(X, name=name, missing="error")
+    return cm.values, cm.feature_names
+
+
+def _column_moments(X: np.ndarray | sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and column sums of squares about the mean (sparse-safe)."""
+    n = X.shape[0]
+    if sp.issparse(X):
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        sq = np.asarray(X.multiply(X).sum(axis=0)).ravel()
+        ss = np.maximum(sq - n * mean**2, 0.0)
+    else:
+        mean = X.mean(axis=0)
+        ss = ((X - mean) ** 2).sum(axis=0)
+    return mean, ss
+
+
+class _Affine:
+    """The matrix ``(X − 1 μᵀ) diag(1/s)`` (n × d) without forming it; X dense or CSR.
+
+    ``matmat(B)`` returns it times ``B`` (d × m → n × m), ``rmatmat(C)`` its transpose times ``C``
+    (n × m → d × m). Columns with ``s = inf`` are zero.
+    """
+
+    def __init__(self, X: np.ndarray | sp.csr_matrix, mean: np.ndarray | None = None,
+                 scale: np.ndarray | None = None) -> None:
+        self.X = X
+        d = X.shape[1]
+        self.mean = np.zeros(d) if mean is None else np.asarray(mean, dtype=np.float64)
+        self.inv = np.ones(d) if scale is None else 1.0 / np.asarray(scale, dtype=np.float64)
+        self.shape = X.shape
+        self._XT = X.T.tocsr() if sp.issparse(X) else None
+
+    def matmat(self, B: np.ndarray) -> np.ndarray:
+        Bs = B * self.inv[:, None]
+        out = np.asarray(self.X @ Bs)
+        return out - (self.mean @ Bs)[None, :]
+
+    def rmatmat(self, C: np.ndarray) -> np.ndarray:
+        XT = self._XT if self._XT is not None else self.X.T
+        out = np.asarray(XT @ C) - np.outer(self.mean, C.sum(axis=0))
+        return out * self.inv[:, None]
+
+    def dense(self) -> np.ndarray:
+        Xd = self.X.toarray() if sp.issparse(self.X) else self.X
+        return (Xd - self.mean) * self.inv
+
+    def weighted_outer(self, w: np.ndarray, other: _Affine | None = None) -> np.ndarray:
+        """``(X − 1μᵀ) diag(w / s²) (Y − 1μᵀ)ᵀ`` with Y the rows of ``other`` (same columns)."""
+        o = self if other is None else other
+        ww = w * self.inv * o.inv
+        if sp.issparse(self.X):
+            core = np.asarray((self.X.multiply(ww[None, :]) @ o.X.T).todense())
+            b1 = np.asarray(self.X @ (ww * o.mean)).ravel()
+            b2 = np.asarray(o.X @ (ww * self.mean)).ravel()
+        else:
+            core = (self.X * ww) @ o.X.T
+            b1 = self.X @ (ww * o.mean)
+            b2 = o.X @ (ww * self.mean)
+        c = float(np.sum(ww * self.mean * o.mean))
+        return core - b1[:, None] - b2[None, :] + c
+
+    def weighted_diag(self, w: np.ndarray) -> np.ndarray:
+        """Diagonal of ``weighted_outer(w)`` (length n)."""
+        ww = w * self.inv**2
+        if sp.issparse(self.X):
+            sq = np.asarray(self.X.multiply(self.X) @ ww).ravel()
+            lin = np.asarray(self.X @ (ww * self.mean)).ravel()
+        else:
+            sq = (self.X**2) @ ww
+            lin = self.X @ (ww * self.mean)
+        return sq - 2 * lin + float(np.sum(ww * self.mean**2))
+
+    def rows(self, idx: np.ndarray, mean: np.ndarray | None = None,
+             scale: np.ndarray | None = None) -> _Affine:
+        """The same map restricted to the rows ``idx`` (optionally with new centring/scaling)."""
+        sub = _Affine(self.X[idx], self.mean if mean is None else mean, None)
+        sub.inv = self.inv if scale is None else 1.0 / scale
+        return sub
+
+
+# ---------------------------------------------------------------------------------------------
+# singular vectors
+# ---------------------------------------------------------------------------------------------
+def _numerical_rank(sigma: np.ndarray, shape: tuple[int, int], rtol: float | None) -> int:
+    if sigma.size == 0 or sigma[0] <= 0:
+        return 0
+    tol = (max(shape) * np.finfo(float).eps if rtol is None else rtol) * sigma[0]
+    return int(np.sum(sigma > tol))
+
+
+def _svd_exact(op: _Affine, k: int | None, rng: np.random.Generator, **_: Any) -> tuple[np.ndarray, np.ndarray]:
+    n, d = op.shape
+    if not sp.issparse(op.X):
+        _, s, vt = np.linalg.svd(op.dense(), full_matrices=False)
+        return vt.T, s
+    # sparse: eigen-decompose the Gram matrix on the smaller side (squares the condition number, so
+    # directions below ~1e-7 of the top singular value are dropped as numerically zero)
+    if n <= d:
+        gram = op.weighted_outer(np.ones(d))
+        lam, U = np.linalg.eigh(gram)
+        lam, U = lam[::-1], U[:, ::-1]
+        keep = lam > max(lam[0], 0) * 1e-14
+        s = np.sqrt(lam[keep])
+        V = op.rmatmat(U[:, keep]) / s
+        return V, s
+    # d × d Gram of the centred, scaled columns without densifying X: XᵀX − n μμᵀ, scaled
+    XtX = np.asarray((op.X.T @ op.X).todense())
+    gram = (XtX - n * np.outer(op.mean, op.mean)) * np.outer(op.inv, op.inv)
+    lam, V = np.linalg.eigh(gram)
+    lam, V = lam[::-1], V[:, ::-1]
+    keep = lam > max(lam[0], 0) * 1e-14
+    return V[:, keep], np.sqrt(lam[keep])
+
+
+def _svd_randomized(op: _Affine, k: int | None, rng: np.random.Generator, *, n_oversamples: int = 10,
+                    n_iter: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Randomized range finder with power iterations (Halko, Martinsson & Tropp 2011, Alg. 4.4/5.1)."""
+    n, d = op.shape
+    m = min(n, d, (min(n, d) if k is None else k) + n_oversamples)
+    Y = op.matmat(rng.standard_normal((d, m)))
+    Qm = _orthonormal_columns(Y)
+    for _ in range(n_iter):
+        Z = _orthonormal_columns(op.rmatmat(Qm))
+        Qm = _orthonormal_columns(op.matmat(Z))
+    Bt = op.rmatmat(Qm)  # d × m, = Bᵀ
+    # SVD of the small side: B Bᵀ = U Λ Uᵀ, V = Bᵀ U Λ^{-1/2} (a GEMM instead of a wide LAPACK SVD)
+    lam, U = np.linalg.eigh(Bt.T @ Bt)
+    lam, U = np.maximum(lam[::-1], 0.0), U[:, ::-1]
+    s = np.sqrt(lam)
+    keep = s > s[0] * 1e-7 if s[0] > 0 else np.zeros(s.size, dtype=bool)
+    V = (Bt @ U[:, keep]) / s[keep]
+    return _orthonormal_columns(V), s[keep]
+
+
+def _orthonormal_columns(Z: np.ndarray) -> np.ndarray:
+    """Orthonormal basis of a tall matrix's columns: Cholesky QR (BLAS-3, several times faster than
+    Householder for d ≫ m), with a Householder fallback when ZᵀZ is not numerically positive definite."""
+    try:
+        L = np.linalg.cholesky(Z.T @ Z)
+        Qz = sla.solve_triangular(L, Z.T, lower=True).T
+        if np.abs(Qz.T @ Qz - np.eye(Z.shape[1])).max() < 1e-8:
+            return Qz
+    except np.linalg.LinAlgError:
+        pass
+    return np.linalg.qr(Z)[0]
+
+
+_SVD_METHODS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
+    "exact": _svd_exact,
+    "randomized": _svd_randomized,
+}
+
+
+def right_singular_vectors(
+    X: Any,
+    k: int | None = None,
+    *,
+    method: str = "exact",
+    center: bool = False,
+    rtol: float | None = None,
+    n_oversamples: int = 10,
+    n_iter: int = 4,
+    seed: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top right singular vectors ``V`` (d × k) and singular values of ``X`` (dense or sparse).
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
+    k : int, optional
+        How many; ``None`` returns all numerically non-zero ones (the rank). ``k`` larger than the
+        numerical rank is an error: the extra directions would be arbitrary.
+    method : {"exact", "randomized"}
+        Exact SVD (dense LAPACK, or the smaller Gram matrix for sparse input), or a randomized range
+        finder with ``n_oversamples`` extra columns and ``n_iter`` power iterations.
+    center : bool
+        Centre the columns first (implicitly, so sparse input stays sparse).
+    rtol : float, optional
+        Relative threshold on singular values for the numerical rank (default ``max(n, d)·eps``).
+    seed : int or Generator, optional
+        Randomness of the randomized method.
+
+    Returns
+    -------
+    V : ndarray, shape (n_features, k)
+    sigma : ndarray, shape (k,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V, s = right_singular_vectors(np.diag([3.0, 2.0, 1.0]), 2)
+    >>> np.round(np.abs(V), 6).tolist(), s.tolist()
+    ([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], [3.0, 2.0])
+    """
+    A, _ = _as_matrix(X)
+    if method not in _SVD_METHODS:
+        raise DataError(f"method must be one of {sorted(_SVD_METHODS)}; got {method!r}.")
+    op = _Affine(A, _column_moments(A)[0] if center else None)
+    V, s = _SVD_METHODS[method](op, k, _rng(seed), n_oversamples=n_oversamples, n_iter=n_iter)
+    rank = _numerical_rank(s, A.shape, rtol)
+    if k is None:
+        return V[:, :rank], s[:rank]
+    k = check_n_components(k, min(A.shape), name="k", what="min(n_samples, n_features)")
+    if k > rank:
+        raise DataError(
+            f"k must not exceed the numerical rank of X ({rank}); got k={k}. The extra singular "
+            "directions would be arbitrary: choose k ≤ rank or add samples/features."
+        )
+    return V[:, :k], s[:k]
+
+
+# ---------------------------------------------------------------------------------------------
+# leverage scores and sampling
+# ---------------------------------------------------------------------------------------------
+def leverage_scores(V: np.ndarray) -> np.ndarray:
+    """Sampling probabilities ``p_i = ‖V_(i)‖² / ‖V‖²_F`` (BMD 2009, Alg. 1 step 2; ``‖V‖²_F = k``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> leverage_scores(np.eye(3)[:, :2]).tolist()
+    [0.5, 0.5, 0.0]
+    """
+    raw = np.einsum("ij,ij->i", V, V)
+    return raw / raw.sum()
+
+
+def _sample_iid(p: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    # r i.i.d. trials (with replacement), draw t rescaled by 1/sqrt(r p_{i_t}) (BMD 2009, Alg. 1)
+    idx = rng.choice(p.size, size=r, replace=True, p=p)
+    return idx, 1.0 / np.sqrt(r * p[idx])
+
+
+def _sample_bernoulli(p: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    # keep i with probability p̃_i = min(1, r p_i), weight 1/sqrt(p̃_i) (digest, B3 scheme (b))
+    pt = np.minimum(1.0, r * p)
+    idx = np.flatnonzero(rng.random(p.size) < pt)
+    return idx, 1.0 / np.sqrt(pt[idx])
+
+
+def _sample_top(p: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    # deterministic: the r highest scores, unweighted (Jolliffe's B3)
+    idx = np.argsort(-p, kind="stable")[:r]
+    return idx, np.ones(r)
+
+
+_SCHEMES: dict[str, Callable[[np.ndarray, int, np.random.Generator], tuple[np.ndarray, np.ndarray]]] = {
+    "iid": _sample_iid,
+    "bernoulli": _sample_bernoulli,
+    "top": _sample_top,
+}
+
+
+def _check_r(r: Any, d: int, scheme: str, name: str = "n_features_to_select") -> int:
+    if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1:
+        raise DataError(f"{name} must be a positive integer; got {r!r}.")
+    if scheme != "iid" and r > d:
+        raise DataError(
+            f"{name} must be at most the number of features ({d}) for scheme {scheme!r}; got {r}. "
+            "Choose fewer features (or scheme='iid', which samples with replacement)."
+        )
+    return int(r)
+
+
+def sample_features(p: Any, r: int, *, scheme: str = "iid", seed: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Draw features from probabilities ``p``: returns (indices, rescaling weights), one per draw.
+
+    ``scheme="iid"``: ``r`` i.i.d. draws with weight ``1/sqrt(r p_i)`` (BMD 2009, Alg. 1);
+    ``"bernoulli"``: independent keeps with probability ``min(1, r p_i)``, weight ``1/sqrt(min(1, r p_i))``;
+    ``"top"``: the ``r`` largest ``p_i``, weight 1. The random schemes are unbiased:
+    ``E[S D² Sᵀ] = I``.
+
+    Examples
+    --------
+    >>> idx, w = sample_features([0.5, 0.25, 0.25], 2, scheme="top")
+    >>> idx.tolist(), w.tolist()
+    ([0, 1], [1.0, 1.0])
+    """
+    p = np.asarray(p, dtype=np.float64)
+    if scheme not in _SCHEMES:
+        raise DataError(f"scheme must be one of {sorted(_SCHEMES)}; got {scheme!r}.")
+    if p.ndim != 1 or np.any(p < 0) or not np.isfinite(p).all() or abs(p.sum() - 1) > 1e-8:
+        raise DataError("p must be a 1-D probability vector (non-negative, summing to 1); "
+                        f"got sum {p.sum() if p.size else 0:g}. Normalise it with p / p.sum().")
+    r = _check_r(r, p.size, scheme, name="r")
+    return _SCHEMES[scheme](p, r, _rng(seed))
+
+
+def merge_duplicates(indices: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merge repeated draws: feature drawn c times with weight w gets one column of weight sqrt(c) w.
+
+    ``Ã Ãᵀ`` (and therefore every k-means or SVM computed from it) is unchanged.
+
+    Examples
+    --------
+    >>> merge_duplicates(np.array([2, 0, 2]), np.array([1.0, 1.0, 1.0]))[1].tolist()
+    [1.0, 1.4142135623730951]
+    """
+    uniq, inv = np.unique(indices, return_inverse=True)
+    sq = np.zeros(uniq.size)
+    np.add.at(sq, inv, np.asarray(weights, dtype=np.float64) ** 2)
+    return uniq, np.sqrt(sq)
+
+
+# ---------------------------------------------------------------------------------------------
+# k-means
+# ---------------------------------------------------------------------------------------------
+def kmeans_objective(X: Any, labels: Any) -> float:
+    """``‖A − X Xᵀ A‖²_F``: the sum of squared distances to cluster centroids (BMD 2009, Def. 1).
+
+    Examples
+    --------
+    >>> kmeans_objective(np.array([[0.0], [2.0], [10.0]]), [0, 0, 1])
+    2.0
+    """
+    A = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    labels = np.asarray(labels)
+    total = float(A.multiply(A).sum()) if sp.issparse(A) else float(np.sum(A * A))
+    for g in np.unique(labels):
+        rows = np.flatnonzero(labels == g)
+        s = np.asarray(A[rows].sum(axis=0)).ravel()
+        total -= float(s @ s) / rows.size
+    return max(total, 0.0)
+
+
+def svd_lower_bound(X: Any, k: int) -> float:
+    """``‖A − A_k‖²_F``, a lower bound on the optimal k-means objective (BMD 2009, eq. 5).
+
+    Examples
+    --------
+    >>> round(svd_lower_bound(np.diag([3.0, 2.0, 1.0]), 2), 12)
+    1.0
+    """
+    A, _ = _as_matrix(X)
+    total = float(A.multiply(A).sum()) if sp.issparse(A) else float(np.sum(A * A))
+    _, s = _svd_exact(_Affine(A), k, np.random.default_rng(0))
+    return max(total - float(np.sum(s[:k] ** 2)), 0.0)
+
+
+@dataclass(frozen=True)
+class KMeansResult:
+    """Output of :func:`kmeans`: ``labels`` (n,), ``centers`` (k, d), ``objective`` (sum of squared
+    distances to the centres), ``n_iter`` of the best restart."""
+
+    labels: np.ndarray
+    centers: np.ndarray
+    objective: float
+    n_iter: int
+
+
+def _kmeans_pp(A: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    # k-means++ seeding (Arthur & Vassilvitskii 2007): next centre with probability ∝ D(x)²
+    n = A.shape[0]
+    centers = [A[rng.integers(n)]]
+    d2 = np.sum((A - centers[0]) ** 2, axis=1)
+    for _ in range(1, k):
+        tot = d2.sum()
+        i = rng.choice(n, p=d2 / tot) if tot > 0 else rng.integers(n)
+        centers.append(A[i])
+        d2 = np.minimum(d2, np.sum((A - A[i]) ** 2, axis=1))
+    return np.array(centers)
+
+
+def _lloyd(A: np.ndarray, C: np.ndarray, max_iter: int) -> tuple[np.ndarray, np.ndarray, float, int]:
+    sq = np.sum(A * A, axis=1)
+    labels = np.full(A.shape[0], -1)
+    n_done = 0
+    for it in range(1, max_iter + 1):
+        n_done = it
+        dist = sq[:, None] - 2 * A @ C.T + np.sum(C * C, axis=1)[None, :]
+        new = np.argmin(dist, axis=1)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        for j in range(C.shape[0]):
+            members = labels == j
+            if members.any():
+                C[j] = A[members].mean(axis=0)
+    dist = sq[:, None] - 2 * A @ C.T + np.sum(C * C, axis=1)[None, :]
+    labels = np.argmin(dist, axis=1)
+    return labels, C, kmeans_objective(A, labels), n_done
+
+
+def kmeans(X: Any, k: int, *, n_init: int = 10, max_iter: int = 100, seed: Any = None) -> KMeansResult:
+    """Lloyd's algorithm from ``n_init`` k-means++ starts; the lowest objective wins.
+
+    A small dense implementation for the (few) selected features; for large data use scikit-learn.
+
+    Examples
+    --------
+    >>> res = kmeans(np.array([[0.0], [0.1], [5.0], [5.1]]), 2, seed=0)
+    >>> sorted(np.bincount(res.labels).tolist()), round(res.objective, 6)
+    ([2, 2], 0.01)
+    """
+    A = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    k = check_n_components(k, A.shape[0], name="k", what="the number of samples")
+    rng = _rng(seed)
+    best = None
+    for _ in range(n_init):
+        labels, C, obj, it = _lloyd(A, _kmeans_pp(A, k, rng), max_iter)
+        if best is None or obj < best.objective - 1e-12:
+            best = KMeansResult(labels, C, obj, it)
+    assert best is not None
+    return best
+
+
+def clustering_accuracy(labels: Any, y: Any) -> float:
+    """Fraction of samples whose cluster maps to their class under the best one-to-one matching
+    (Hungarian algorithm); the "P" of BMD 2009, Table 1.
+
+    Examples
+    --------
+    >>> clustering_accuracy([1, 1, 0, 0], ["a", "a", "b", "a"])
+    0.75
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    _, lab = np.unique(np.asarray(labels), return_inverse=True)
+    _, cls = np.unique(np.asarray(y), return_inverse=True)
+    table = np.zeros((lab.max() + 1, cls.max() + 1))
+    np.add.at(table, (lab, cls), 1)
+    r, c = linear_sum_assignment(-table)
+    return float(table[r, c].sum() / lab.size)
+
+
+# ---------------------------------------------------------------------------------------------
+# selector
+# ---------------------------------------------------------------------------------------------
+class LeverageScoreSelector(BaseSelector):
+    """Leverage-score feature selection for k-means (Boutsidis, Mahoney & Drineas 2009, Algorithm 1).
+
+    ``weights_`` holds the probabilities ``p_i = ‖(V_k)_(i)‖²/k`` from the top-``k`` right singular
+    vectors; the support is the set of sampled features (duplicates merged), and ``scale_`` the merged
+    rescaling weights ``sqrt(c_i / (r p_i))``, which :meth:`transform` applies (``rescale=True``).
+
+    Parameters
+    ----------
+    n_features_to_select : int, optional
+        ``r``: number of i.i.d. draws (``"iid"``), expected number kept (``"bernoulli"``) or number
+        kept (``"top"``). Default ``10 k``, the paper's practical choice.
+    n_clusters : int
+        ``k``, the number of clusters (the rank of ``V_k``); at most the numerical rank of ``X``.
+    scheme : {"iid", "bernoulli", "top"}
+    svd : {"exact", "randomized"}
+    center : bool
+        Centre the columns before the SVD (the paper does not; k-means is translation invariant).
+    rescale : bool
+        Apply ``scale_`` in :meth:`transform` (the guarantees assume it).
+    seed : int or Generator, optional
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(40, 30)); X[:20, :3] += 6.0
+    >>> sel = LeverageScoreSelector(3, n_clusters=1, scheme="top").fit(X)
+    >>> sel.get_support(indices=True).tolist()
+    [0, 1, 2]
+    """
+
+    _support_from_weights = False
+
+    def __init__(self, n_features_to_select: int | None = None, *, n_clusters: int = 2,
+                 scheme: str = "iid", svd: str = "exact", center: bool = False, rescale: bool = True,
+                 seed: Any = None) -> None:
+        self.n_features_to_select = n_features_to_select
+        self.n_clusters = n_clusters
+        self.scheme = scheme
+        self.svd = svd
+        self.center = center
+        self.rescale = rescale
+        self.seed = seed
+
+    def _fit(self, X: Any, y: Any = None) -> FeatureWeights:
+        A, names = _as_matrix(X)
+        if self.scheme not in _SCHEMES:
+            raise DataError(f"scheme must be one of {sorted(_SCHEMES)}; got {self.scheme!r}.")
+        k = check_n_components(self.n_clusters, min(A.shape), name="n_clusters",
+                               what="min(n_samples, n_features)")
+        r = 10 * k if self.n_features_to_select is None else self.n_features_to_select
+        r = _check_r(r, A.shape[1], self.scheme)
+        rng = _rng(self.seed)
+        V, sigma = right_singular_vectors(A, k, method=self.svd, center=self.center, seed=rng)
+        p = leverage_scores(V)
+        idx, w = _SCHEMES[self.scheme](p, r, rng)
+        self.sample_indices_, self.sample_weights_ = idx, w
+        uniq, merged = merge_duplicates(idx, w)
+        self.support_ = np.zeros(A.shape[1], dtype=bool)
+        self.support_[uniq] = True
+        self.scale_ = merged
+        self.singular_values_ = sigma
+        return FeatureWeights(p, "leverage_kmeans", feature_names=names,
+                              info={"n_clusters": k, "r": r, "scheme": self.scheme, "svd": self.svd,
+                                    "definition": "p_i = ||(V_k)_(i)||^2 / k (BMD 2009, Alg. 1)"})
+
+    def transform(self, X: Any) -> Any:
+        out = super().transform(X)
+        if not self.rescale:
+            return out
+        return out.multiply(self.scale_[None, :]).tocsr() if sp.issparse(out) else np.asarray(out) * self.scale_
+
+
+@dataclass(frozen=True)
+class KMeansSelectionResult:
+    """Output of :func:`kmeans_feature_selection`: the partition of the full data found on the
+    selected features, its objective ``F`` on the full data, and the selection used."""
+
+    labels: np.ndarray
+    objective: float
+    support: np.ndarray
+    scale: np.ndarray
+    certified_ratio: float
+
+
+def kmeans_feature_selection(X: Any, n_clusters: int, r: int | None = None, *, n_repeats: int = 1,
+                             scheme: str = "iid", svd: str = "exact", n_init: int = 10,
+                             seed: Any = None) -> KMeansSelectionResult:
+    """Algorithm 1 of BMD 2009 followed by k-means on ``Ã``, repeated ``n_repeats`` times ("boosting"):
+    the partition with the smallest objective on the **full** ``X`` is kept.
+
+    ``certified_ratio`` is ``F / ‖A − A_k‖²_F``, an upper bound on ``F / F_opt`` that needs no optimum.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.normal(size=(30, 50)); X[:15, :5] += 5.0
+    >>> res = kmeans_feature_selection(X, 2, 20, seed=0)
+    >>> clustering_accuracy(res.labels, [0] * 15 + [1] * 15)
+    1.0
+    """
+    A, _ = _as_matrix(X)
+    rng = _rng(seed)
+    best: KMeansSelectionResult | None = None
+    lower = svd_lower_bound(A, n_clusters)
+    for _ in range(n_repeats):
+        sel = LeverageScoreSelector(r, n_clusters=n_clusters, scheme=scheme, svd=svd, seed=rng).fit(A)
+        At = sel.transform(A)
+        km = kmeans(At, n_clusters, n_init=n_init, seed=rng)
+        F = kmeans_objective(A, km.labels)
+        if best is None or F < best.objective:
+            ratio = F / lower if lower > 0 else float("inf")
+            best = KMeansSelectionResult(km.labels, F, sel.support_.copy(), sel.scale_.copy(), ratio)
+    assert best is not None
+    return best

@@ -1,0 +1,198 @@
+"""BSS and leverage selection for linear SVMs (Paul, Magdon-Ismail & Drineas): digest B7 oracles."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from latentfs.data import DataError
+from latentfs.select.bss import (
+    SVMFeatureSelector,
+    approx_bss_select,
+    bss_select,
+    gram_deviation,
+    margin_lower_bound,
+)
+from latentfs.select.leverage import leverage_scores, right_singular_vectors, sample_features
+
+
+def bhattacharyya(rng, n=200, d=1000, k=40):
+    """Bhattacharyya (2004) data: x_ij = y_i N(−j, 1) for j ≤ k, the rest N(0, 1)."""
+    y = rng.choice([-1, 1], size=n)
+    X = rng.normal(size=(n, d))
+    X[:, :k] = y[:, None] * rng.normal(-np.arange(1, k + 1), 1.0, size=(n, k))
+    return X, y
+
+
+def hard_margin(X, y):
+    from sklearn.svm import SVC
+
+    svm = SVC(kernel="linear", C=1e4, tol=1e-6).fit(X, y)
+    w = svm.coef_.ravel()
+    assert np.all(y * svm.decision_function(X) >= 1 - 1e-3)  # separable: a hard-margin solution
+    return 1.0 / np.linalg.norm(w)
+
+
+# --- exact tier ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("d,ell,r", [(200, 10, 40), (1000, 20, 60), (50, 1, 5), (300, 30, 31)])
+def test_bss_eigenvalue_bounds(rng, d, ell, r):
+    V = np.linalg.qr(rng.normal(size=(d, ell)))[0]
+    res = bss_select(V, r)
+    q = np.sqrt(ell / r)
+    lo, hi = res.eigenvalue_range
+    assert (1 - q) ** 2 - 1e-10 <= lo and hi <= (1 + q) ** 2 + 1e-10
+    assert res.indices.size == r and np.all(res.weights > 0)
+    assert gram_deviation(V, res.indices, res.weights) <= 2 * q + q * q + 1e-10  # Lemma 2 (sharp form)
+    assert res.n_repeats == 0 and np.unique(res.indices).size == r  # the paper's heuristic avoids repeats
+
+
+def test_bss_bounds_on_coherent_v_and_naive_rule(rng):
+    Z = rng.normal(size=(400, 8))
+    Z[:8] *= 60  # a few huge leverages
+    V = np.linalg.qr(Z)[0]
+    for tie in ("max_norm", "first"):
+        res = bss_select(V, 24, tie_break=tie)
+        q = np.sqrt(8 / 24)
+        lo, hi = res.eigenvalue_range
+        assert (1 - q) ** 2 - 1e-10 <= lo and hi <= (1 + q) ** 2 + 1e-10
+    assert bss_select(V, 24, tie_break="first").n_repeats > 0  # naive rule repeats (digest B2)
+
+
+def test_bss_weight_must_be_sqrt_t(rng):
+    # the printed weight 1/sqrt(t) collapses the spectrum (digest B2): recompute it from our t
+    V = np.linalg.qr(rng.normal(size=(200, 10)))[0]
+    res = bss_select(V, 40)
+    scale = np.sqrt((1 - np.sqrt(10 / 40)) / 40)
+    t = (res.weights / scale) ** 2
+    wrong = scale / np.sqrt(t)
+    ev = np.linalg.eigvalsh((V[res.indices] * wrong[:, None] ** 2).T @ V[res.indices])
+    assert ev.max() < 0.25  # far below the lower bound (1 − 1/2)² = 0.25
+
+
+def test_gram_deviation_controls_every_quadratic_form(rng):
+    # | ‖zᵀXR‖² − ‖zᵀX‖² | ≤ ‖E‖ ‖zᵀX‖² for all z (Paul et al. eq. 9 step)
+    X = rng.normal(size=(15, 120))
+    V, _ = right_singular_vectors(X)
+    idx, w = sample_features(leverage_scores(V), 200, seed=0)
+    E = gram_deviation(V, idx, w)
+    XR = X[:, idx] * w
+    for _ in range(50):
+        z = rng.normal(size=15)
+        full = np.sum((z @ X) ** 2)
+        assert abs(np.sum((z @ XR) ** 2) - full) <= E * full * (1 + 1e-10)
+
+
+def test_hard_margin_bound_from_measured_E(rng):
+    # γ̃² ≥ (1 − ‖E‖/(1 − ‖E‖)) γ² for any R with ‖E‖ < 1 (Paul et al. eqs. 8–13), hard margin.
+    for trial in range(4):
+        X = rng.normal(size=(20, 300))
+        y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, 1, -1)
+        if abs(y.sum()) == 20:
+            continue
+        gamma = hard_margin(X, y)
+        V, _ = right_singular_vectors(X)
+        for method in ("leverage", "bss"):
+            if method == "bss":
+                res = bss_select(V, 280)
+                idx, w = res.indices, res.weights
+            else:
+                idx, w = sample_features(leverage_scores(V), 40 * V.shape[1], seed=trial)
+            E = gram_deviation(V, idx, w)
+            assert E < 1
+            gamma_t = hard_margin(X[:, idx] * w, y)  # separability is preserved (rank(VᵀR) = ℓ)
+            assert gamma_t**2 >= margin_lower_bound(E) * gamma**2 - 1e-9
+
+
+def test_approx_bss_uses_a_sketch_of_rank_at_most_t(rng):
+    X = rng.normal(size=(60, 500))
+    res, Vh = approx_bss_select(X, 40, sketch_size=16, seed=0)
+    assert Vh.shape == (500, 16)
+    q = np.sqrt(16 / 40)
+    lo, hi = res.eigenvalue_range
+    assert (1 - q) ** 2 - 1e-10 <= lo and hi <= (1 + q) ** 2 + 1e-10
+    sp_res, _ = approx_bss_select(sp.csr_matrix(X), 40, sketch_size=16, seed=0)
+    np.testing.assert_array_equal(sp_res.indices, res.indices)
+
+
+# --- statistical tier ----------------------------------------------------------------------------
+def test_leverage_sampling_E_small_for_large_r(rng):
+    # Lemma 3: ‖E‖ ≤ ε with probability ≥ 0.99 for r = O(ℓ/ε² log …). Empirically r = 100ℓ gives
+    # ‖E‖ ≈ 0.3; we ask ‖E‖ < 0.6 in ≥ 19 of 20 draws (false alarm ≪ 1%).
+    V = np.linalg.qr(rng.normal(size=(2000, 10)))[0]
+    p = leverage_scores(V)
+    small = sum(gram_deviation(V, *sample_features(p, 1000, seed=rng)) < 0.6 for _ in range(20))
+    assert small >= 19
+
+
+# --- recovery tier -------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["bss", "leverage"])
+def test_supervised_selection_on_bhattacharyya_data(rng, method):
+    # Paul et al. Table 1: the most frequently selected features are the strongest relevant ones and the
+    # test error is 0. Smaller instance (n = 100, d = 300, k = 20) for CI.
+    from sklearn.svm import LinearSVC
+
+    X, y = bhattacharyya(rng, n=100, d=300, k=20)
+    Xt, yt = bhattacharyya(rng, n=200, d=300, k=20)
+    sel = SVMFeatureSelector(60, method=method, mode="supervised", seed=0).fit(X, y)
+    top = sel.weights_.ranking()[:5]
+    assert set(top) <= set(range(20))
+    chosen = sel.get_support(indices=True)
+    # the strongest relevant features are picked (measured 6–9 of 10 for BSS, 4–6 for leverage)
+    assert len(set(chosen) & set(range(10, 20))) >= {"bss": 5, "leverage": 3}[method]
+    clf = LinearSVC(C=1.0, max_iter=20000).fit(sel.transform(X), y)
+    assert np.mean(clf.predict(sel.transform(Xt)) != yt) <= 0.02
+    assert sel.support_vector_indices_.size < 100
+
+
+def test_unsupervised_on_sparse_input_matches_dense(rng):
+    X = sp.random(30, 400, density=0.1, random_state=2, format="csr")
+    a = SVMFeatureSelector(40, method="bss").fit(X)
+    b = SVMFeatureSelector(40, method="bss").fit(X.toarray())
+    np.testing.assert_array_equal(a.get_support(), b.get_support())
+    assert sp.issparse(a.transform(X)) and a.transform(X).shape == (30, a.get_support().sum())
+    q = np.sqrt(30 / 40)  # ℓ = rank 30, r = 40: Lemma 2's bound 2q + q² (> 1 here, so no margin bound)
+    assert a.gram_deviation_ <= 2 * q + q * q
+
+
+def test_bernoulli_and_approx_modes_run(rng):
+    X, y = bhattacharyya(rng, n=60, d=200, k=10)
+    s1 = SVMFeatureSelector(80, method="leverage", scheme="bernoulli", seed=1).fit(X)
+    assert 40 <= s1.get_support().sum() <= 80
+    s2 = SVMFeatureSelector(30, method="approx_bss", mode="supervised", sketch_size=12, svm="linear_svc",
+                            seed=1).fit(X, y)
+    assert s2.get_support().sum() == 30
+
+
+# --- bad input -----------------------------------------------------------------------------------
+def test_bad_input(rng):
+    X = rng.normal(size=(20, 50))
+    y = np.arange(20) % 2
+    with pytest.raises(DataError, match="r must exceed the rank ℓ = 20 of V for BSS; got r=20"):
+        SVMFeatureSelector(20).fit(X)
+    with pytest.raises(DataError, match="n_features_to_select must be at most the number of features \\(50\\)"):
+        SVMFeatureSelector(60).fit(X)
+    with pytest.raises(DataError, match="at least 2 classes"):
+        SVMFeatureSelector(30, mode="supervised").fit(X, np.ones(20))
+    with pytest.raises(DataError, match="y is required for mode='supervised'"):
+        SVMFeatureSelector(30, mode="supervised").fit(X)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(DataError, match="must not contain NaN"):
+        SVMFeatureSelector(30).fit(Xn, y)
+    with pytest.raises(DataError, match="V must have orthonormal columns"):
+        bss_select(rng.normal(size=(10, 2)), 5)
+    with pytest.raises(DataError, match="V must be 2-D"):
+        bss_select(np.ones(5), 3)
+    with pytest.raises(DataError, match="tie_break must be one of"):
+        bss_select(np.eye(5)[:, :2], 3, tie_break="random")
+    with pytest.raises(DataError, match="method must be one of"):
+        SVMFeatureSelector(30, method="rfe").fit(X)
+    with pytest.raises(DataError, match="mode must be 'unsupervised' or 'supervised'"):
+        SVMFeatureSelector(30, mode="semi").fit(X)
+    with pytest.raises(DataError, match="scheme must be 'iid' or 'bernoulli'"):
+        SVMFeatureSelector(30, method="leverage", scheme="top").fit(X)
+    with pytest.raises(DataError, match="svm must be 'svc' or 'linear_svc'"):
+        SVMFeatureSelector(30, svm="rbf").fit(X)
+    with pytest.raises(DataError, match="sketch_size must be a positive integer"):
+        approx_bss_select(X, 30, sketch_size=0)
+    with pytest.raises(DataError, match="E_norm must lie in \\[0, 1\\)"):
+        margin_lower_bound(1.0)

