@@ -74,6 +74,29 @@ def simulated(quick: bool):
     return f"simulated DirichletDCA {n_docs}x{n_words}, K={K}", train, test, K, 0.1, 0.01, sim["topic_word"]
 
 
+def news20(quick: bool):
+    """A 20-Newsgroups-sized corpus simulated from DirichletDCA (issue 3): 11,000 docs × 60,000 words, ~2.4M tokens."""
+    n_docs, n_words, K = (2000, 20000, 50) if quick else (11000, 60000, 50)
+    model = latentfs.DirichletDCA(K, alpha=0.1, gamma=0.01)
+    rng = np.random.default_rng(1)
+    lengths = rng.poisson(218, size=n_docs + 500).clip(20)
+    theta = model.simulate(1, n_words, doc_length=1, seed=1)["topic_word"]  # the components only
+    m = rng.dirichlet(np.full(K, 0.1), size=n_docs + 500)
+    # two-stage draw (component, then word) keeps memory at O(tokens): no dense documents × words matrix
+    cdf = np.cumsum(theta, axis=1)
+    cdf /= cdf[:, -1:]
+    rows, cols = [], []
+    for i, L in enumerate(lengths):
+        comps = rng.choice(K, size=L, p=m[i])
+        words = np.array([np.searchsorted(cdf[k], rng.random()) for k in comps]).clip(max=n_words - 1)
+        rows.append(np.full(L, i))
+        cols.append(words)
+    rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
+    X = sp.csr_matrix((np.ones(rows_a.size), (rows_a, cols_a)), shape=(n_docs + 500, n_words))
+    X.sum_duplicates()
+    return f"simulated 20-Newsgroups-sized DirichletDCA {n_docs}x{n_words}, K={K}", X[:n_docs], X[n_docs:], K, 0.1, 0.01, theta
+
+
 def reuters(quick: bool):
     from latentfs.datasets import load_reuters
 
@@ -203,12 +226,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default="benchmarks/results/dca.md")
+    parser.add_argument("--corpora", nargs="+", default=["simulated", "reuters"], choices=["simulated", "reuters", "news20"])
+    parser.add_argument("--no-gibbs", action="store_true", help="skip the direct-Gibbs comparison")
     args = parser.parse_args()
     reps = 1 if args.quick else args.repeats
     lines = [f"# DCA benchmark ({'quick' if args.quick else 'full'})", "", f"Machine: {machine_info()}", "",
-             f"Command: `python benchmarks/dca.py{' --quick' if args.quick else ''} --repeats {args.repeats}`", ""]
+             f"Command: `python benchmarks/dca.py{' --quick' if args.quick else ''} --repeats {args.repeats} --corpora "
+             f"{' '.join(args.corpora)}{' --no-gibbs' if args.no_gibbs else ''}`", ""]
     with threadpool_limits(1):
-        for load in (simulated, reuters):
+        for load in [{"simulated": simulated, "reuters": reuters, "news20": news20}[c] for c in args.corpora]:
             name, train, test, K, alpha, gamma, truth = load(args.quick)
             split = split_documents(test, 0.5, seed=0)
             lines += [f"## {name}", ""]
@@ -250,6 +276,9 @@ def main() -> None:
                       f"{statistics.median(x[2] for x in gen_rows):.2f} s, held-out "
                       f"{statistics.median(x[3] for x in gen_rows):.4f}", ""]
             # ---- Gibbs
+            if args.no_gibbs:
+                print("\n".join(lines[-12:]), flush=True)
+                continue
             sweeps = 50 if args.quick else 300
             res: dict[str, list] = {"latentfs gibbs f32": [], "latentfs gibbs f64": [], "lda": [], "tomotopy": []}
             for r in range(reps):
