@@ -1,5 +1,5 @@
-"""Test configuration: one thread (FIELD_NOTES: small ops are 100-1000x slower with 2 threads under
-load), float64 by default, and deterministic seeds per test."""
+"""Test configuration for tests/ and the doctests in latentfs/: one thread (FIELD_NOTES: small ops are
+100-1000x slower with 2 threads under load), float64 by default, and a fixed-seed generator fixture."""
 
 import os
 
