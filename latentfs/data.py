@@ -226,7 +226,7 @@ def as_counts(
         arr = _check_numeric_array(raw, name)
         csr = None
         vals = arr.ravel()
-        coo_rows = coo_cols = None
+        coo_rows = coo_cols = None  # type: ignore[assignment]
     shape = csr.shape if csr is not None else raw.shape
     if shape[0] == 0 or shape[1] == 0:
         raise DataError(
@@ -315,7 +315,7 @@ def as_continuous(
         raise DataError(f"missing must be 'error' or 'allow'; got {missing!r}.")
     raw = _to_array_or_sparse(X, name)
     if sp.issparse(raw):
-        raw = raw.toarray()
+        raw = raw.toarray()  # type: ignore[union-attr]  # issparse does not narrow the type
     arr = np.array(_check_numeric_array(np.asarray(raw), name), dtype=np.float64, copy=True)
     if arr.shape[0] == 0 or arr.shape[1] == 0:
         raise DataError(f"{name} is empty: shape {arr.shape}. Pass at least one row and one feature.")

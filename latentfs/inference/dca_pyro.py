@@ -148,7 +148,8 @@ def fit_svi(
     with torch.random.fork_rng(devices=[]), pyro.get_param_store().scope():
         pyro.set_rng_seed(_seed_of(gen))
         guide = AutoNormal(model.model)
-        svi = SVI(model.model, guide, pyro.optim.Adam({"lr": learning_rate}), Trace_ELBO())
+        optimizer = pyro.optim.Adam({"lr": learning_rate})  # type: ignore[attr-defined]  # made at import time
+        svi = SVI(model.model, guide, optimizer, Trace_ELBO())
 
         def step(state: int) -> tuple[int, float]:
             return state + 1, -svi.step(counts)

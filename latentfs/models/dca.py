@@ -83,7 +83,7 @@ class MultinomialCounts(dist.TorchDistribution):
             self.total_count.expand(batch_shape), self.probs.expand(batch_shape + self.event_shape)
         )
 
-    def sample(self, sample_shape: torch.Size = _NO_SAMPLE_SHAPE) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size | list[int] | tuple[int, ...] = _NO_SAMPLE_SHAPE) -> torch.Tensor:
         shape = torch.Size(sample_shape) + self.batch_shape
         probs = self.probs.expand(shape + self.event_shape).reshape(-1, self.event_shape[0])
         totals = self.total_count.expand(shape).reshape(-1).long()

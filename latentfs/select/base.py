@@ -10,7 +10,7 @@ subclasses with their own selection rule (a sampled subset, say) set ``support_`
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,7 +41,7 @@ class BaseSelector:
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._param_names()}
 
-    def set_params(self, **params: Any) -> BaseSelector:
+    def set_params(self, **params: Any) -> Self:
         valid = self._param_names()
         for key, value in params.items():
             if key not in valid:
@@ -57,7 +57,7 @@ class BaseSelector:
     def _fit(self, X: Any, y: Any) -> FeatureWeights:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def fit(self, X: Any, y: Any = None) -> BaseSelector:
+    def fit(self, X: Any, y: Any = None) -> Self:
         weights = self._fit(X, y)
         self.weights_ = weights
         self.n_features_in_ = weights.n_features

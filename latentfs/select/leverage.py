@@ -175,7 +175,7 @@ def _numerical_rank(sigma: np.ndarray, shape: tuple[int, int], rtol: float | Non
 def _svd_exact(op: _Affine, k: int | None, rng: np.random.Generator, **_: Any) -> tuple[np.ndarray, np.ndarray]:
     n, d = op.shape
     if not sp.issparse(op.X):
-        _, s, vt = np.linalg.svd(op.dense(), full_matrices=False)
+        _u, s, vt = np.linalg.svd(op.dense(), full_matrices=False)
         return vt.T, s
     # sparse: eigen-decompose the Gram matrix on the smaller side (squares the condition number, so
     # directions below ~1e-7 of the top singular value are dropped as numerically zero)
