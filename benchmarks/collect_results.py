@@ -22,7 +22,8 @@ def main() -> None:
     for name in ORDER + sorted(set(files) - set(ORDER)):
         if name in files:
             text = files[name].read_text().strip()
-            parts += ["---", "", text.replace("\n# ", "\n## ").replace("# ", "## ", 1) if text.startswith("# ") else text, ""]
+            demoted = "\n".join("#" + line if line.startswith("#") else line for line in text.splitlines())
+            parts += ["---", "", demoted, ""]
     (HERE / "RESULTS.md").write_text("\n".join(parts) + "\n")
     print(f"wrote {HERE / 'RESULTS.md'}")
 
