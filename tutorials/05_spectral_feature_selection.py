@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from latentfs.datasets.synthetic import multiclass, sessions, weston_linear, weston_nonlinear
 from latentfs.select.bss import SVMFeatureSelector
 from latentfs.select.leverage import (
     clustering_accuracy,
@@ -55,55 +56,8 @@ print("quick mode" if QUICK else "full mode", "— repeats per cell:", R)
 # Generators, written from the paper's description (digest §4): Weston et al.'s linear problem (6 relevant
 # of 202 features, 70 % / 30 % mixture of which triple carries the label), the multi-class cluster problem
 # (5 relevant coordinates, 120 irrelevant ones each permuted across samples), and the hidden "sessions"
-# problem (signs flipped per block of 8 samples, so only higher-order structure remains).
-
-# %%
-def weston_linear(n, rng, d=202):
-    y = rng.choice([-1, 1], size=n)
-    X = rng.normal(0, 20, size=(n, d))
-    first = rng.random(n) < 0.7
-    for i in range(3):
-        X[:, i] = np.where(first, y * rng.normal(i + 1, 1, n), rng.normal(0, 1, n))
-        X[:, i + 3] = np.where(first, rng.normal(0, 1, n), y * rng.normal(i + 1, 1, n))
-    return X, y
-
-
-def weston_nonlinear(n, rng, d=52):
-    # as recalled in the digest from Weston et al. (2001): each class a mixture of two clusters in x1, x2
-    y = rng.choice([-1, 1], size=n)
-    X = rng.normal(0, 20, size=(n, d))
-    s = rng.random(n) < 0.5
-    neg = np.where(s[:, None], [-0.75, -3.0], [0.75, 3.0])
-    pos = np.where(s[:, None], [3.0, -3.0], [-3.0, 3.0])
-    X[:, :2] = np.where((y == -1)[:, None], neg, pos) + rng.normal(size=(n, 2))
-    return X, y
-
-
-def multiclass(nc, rng, n_rel=5, n_irr=120, n_points=60):
-    lab = np.repeat(np.arange(nc), int(np.ceil(n_points / nc)))
-
-    def block(dim):
-        c = rng.uniform(-1, 1, size=(nc, dim))
-        sd = np.sqrt(rng.uniform(0, 0.02, size=(nc, dim)))
-        return c[lab] + sd[lab] * rng.normal(size=(lab.size, dim))
-
-    irr = block(n_irr)
-    return np.hstack([block(n_rel), np.column_stack([rng.permutation(c) for c in irr.T])]), lab
-
-
-def sessions(lam, rng, n=120, n_rel=12, n_irr=48, session=8, nc=3):
-    lab = np.repeat(np.arange(nc), n // nc)
-
-    def block(dim):
-        c = rng.uniform(0, 1, size=(nc, dim))
-        sd = np.sqrt(rng.uniform(lam, 2 * lam, size=(nc, dim)))
-        return c[lab] + sd[lab] * rng.normal(size=(n, dim))
-
-    irr = block(n_irr)
-    X = np.hstack([block(n_rel), np.column_stack([rng.permutation(c) for c in irr.T])])
-    signs = rng.choice([-1.0, 1.0], size=(n // session, X.shape[1]))
-    return X * np.repeat(signs, session, axis=0)
-
+# problem (signs flipped per block of 8 samples, so only higher-order structure remains). They live in
+# `latentfs.datasets.synthetic`, shared with the tests.
 
 # %% [markdown]
 # ### 1a. Weston linear problem: unsupervised vs supervised Q-α
