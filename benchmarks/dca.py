@@ -228,11 +228,12 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/dca.md")
     parser.add_argument("--corpora", nargs="+", default=["simulated", "reuters"], choices=["simulated", "reuters", "news20"])
     parser.add_argument("--no-gibbs", action="store_true", help="skip the direct-Gibbs comparison")
+    parser.add_argument("--no-vb", action="store_true", help="skip the VB comparison")
     args = parser.parse_args()
     reps = 1 if args.quick else args.repeats
     lines = [f"# DCA benchmark ({'quick' if args.quick else 'full'})", "", f"Machine: {machine_info()}", "",
              f"Command: `python benchmarks/dca.py{' --quick' if args.quick else ''} --repeats {args.repeats} --corpora "
-             f"{' '.join(args.corpora)}{' --no-gibbs' if args.no_gibbs else ''}`", ""]
+             f"{' '.join(args.corpora)}{' --no-gibbs' if args.no_gibbs else ''}{' --no-vb' if args.no_vb else ''}`", ""]
     with threadpool_limits(1):
         for load in [{"simulated": simulated, "reuters": reuters, "news20": news20}[c] for c in args.corpora]:
             name, train, test, K, alpha, gamma, truth = load(args.quick)
@@ -244,19 +245,21 @@ def main() -> None:
             # ---- VB
             sk_iter = 10 if args.quick else 40
             rows = []
-            for r in range(reps):
+            for r in range(0 if args.no_vb else reps):
                 sk_t, sk_h = sklearn_batch(train, K, alpha, gamma, split, sk_iter, r)
                 for tu in ("full", "chapter"):
                     reached, last = latentfs_vb_curve(train, K, alpha, gamma, split, 400, r, tu, sk_h, torch.float64)
                     rows.append((r, tu, sk_t, sk_h, reached, last))
                 g_t, g_h = gensim_online(train, K, alpha, gamma, split, 2 if args.quick else 10, r)
                 rows.append((r, "gensim", g_t, g_h, None, None))
-            lines += ["### VB: time to scikit-learn batch LDA's final held-out log-likelihood", "",
+            if args.no_vb:
+                rows = []
+            lines += [] if args.no_vb else ["### VB: time to scikit-learn batch LDA's final held-out log-likelihood", "",
                       f"scikit-learn `LatentDirichletAllocation(learning_method='batch', max_iter={sk_iter})`; latentfs "
                       "VB from its own random start, held-out checked every 5 cycles (check time excluded).", "",
                       "| Θ update | sklearn s | sklearn held-out | latentfs s to reach it | cycles | speed-up |",
                       "|---|---|---|---|---|---|"]
-            for tu in ("full", "chapter"):
+            for tu in () if args.no_vb else ("full", "chapter"):
                 sel = [x for x in rows if x[1] == tu]
                 sk_ts = [x[2] for x in sel]
                 reached = [x[4] for x in sel]
@@ -272,7 +275,7 @@ def main() -> None:
                                  f"not reached in 400 cycles ({statistics.median(lt[0] for lt in lasts):.2f} s, final "
                                  f"{statistics.median(lt[2] for lt in lasts):.4f}) | – | – |")
             gen_rows = [x for x in rows if x[1] == "gensim"]
-            lines += ["", f"gensim online LdaModel ({2 if args.quick else 10} passes): "
+            lines += [] if args.no_vb else ["", f"gensim online LdaModel ({2 if args.quick else 10} passes): "
                       f"{statistics.median(x[2] for x in gen_rows):.2f} s, held-out "
                       f"{statistics.median(x[3] for x in gen_rows):.4f}", ""]
             # ---- Gibbs

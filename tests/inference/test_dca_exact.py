@@ -390,3 +390,46 @@ def test_gibbs_trace_is_the_loglik_at_the_values_the_v_step_used(model):
     latent = sample_doc_latent(model, state.doc_counts, hyper, replay)  # the same draw the step made
     assert torch.allclose(latent, new.doc_latent)
     assert loglik == pytest.approx(float(doc_loglik(model, data, state.topic_word, latent).sum()), rel=1e-12)
+
+
+@pytest.mark.parametrize("model", _models(), ids=["dm", "gap"])
+def test_compiled_v_step_matches_augmented_model(model, rng):
+    """The compiled V step draws from the same conditional as the torch one: χ² against enumeration."""
+    from latentfs.inference.dca_gibbs import _compiled_vstep
+
+    X = np.array([[2, 1, 0]])
+    data = prepare(X)
+    csr = data.counts.csr
+    theta = _rand_simplex(rng, 2, 3)
+    latent = _rand_simplex(rng, 1, 2) if isinstance(model, DirichletDCA) else rng.gamma(2.0, size=(1, 2))
+    configs, logps = [], []
+    for V in itertools.product(*[list(_splits(int(w), 2)) for w in X[0]]):
+        Vk = np.array(V, dtype=float).T[None]
+        configs.append(tuple(Vk.ravel()))
+        logps.append(_augmented_trace_logp(model, theta, latent, Vk))
+    probs = np.exp(np.array(logps) - np.logaddexp.reduce(logps))
+    kernel = _compiled_vstep()
+    n, seen = 20000, {}
+    theta_t = np.ascontiguousarray(theta.T)
+    for s in range(n):
+        z = np.empty(3, dtype=np.int64)
+        ndk = np.zeros((1, 2), dtype=np.int64)
+        nwk = np.zeros((2, 3), dtype=np.int64)
+        kernel(csr.indptr, csr.indices, csr.data, np.ascontiguousarray(latent), theta_t, s, z, ndk, nwk)
+        key = tuple(nwk.astype(float).ravel())
+        seen[key] = seen.get(key, 0) + 1
+    observed = np.array([seen.get(c, 0) for c in configs])
+    assert observed.sum() == n
+    expected = probs * n
+    # χ² with 5 dof; 20.5 is the 0.999 quantile: false-alarm rate 1e-3.
+    assert ((observed - expected) ** 2 / expected).sum() < 20.5
+
+
+def test_vstep_option_is_checked():
+    import latentfs
+    from latentfs.data import DataError
+
+    with pytest.raises(DataError, match=r"vstep must be one of \('auto', 'compiled', 'torch'\); got 'gpu'"):
+        latentfs.fit(DirichletDCA(2), TINY_X, method="gibbs", vstep="gpu")
+    result = latentfs.fit(DirichletDCA(2), TINY_X, method="gibbs", vstep="torch", num_warmup=5, num_samples=5, seed=0)
+    assert result.samples("topic_word").shape == (2, 5, 2, 3)
