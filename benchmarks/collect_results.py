@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["dca", "dca_collapsed", "dca_em", "continuous_fa", "continuous_mixture", "hdda", "selection_spectral",
+ORDER = ["dca", "dca_gibbs", "dca_news20", "dca_collapsed", "dca_em", "continuous_fa", "continuous_mixture", "hdda", "selection_spectral",
          "selection_subspace"]
 
 
