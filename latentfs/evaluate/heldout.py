@@ -24,7 +24,7 @@ import torch
 
 from latentfs.data import DataError, as_counts, check_positive
 
-__all__ = ["split_documents", "fold_in", "completion_loglik", "document_completion"]
+__all__ = ["split_documents", "fold_in", "fold_in_shapes", "completion_loglik", "document_completion"]
 
 
 def split_documents(X: Any, fraction: float = 0.5, *, seed: int = 0) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -87,6 +87,23 @@ def fold_in(
 
     Documents with no counts get the prior mean α / Σα. Returns (n_documents, K).
     """
+    a = fold_in_shapes(topic_word, X, alpha, max_iter=max_iter, tol=tol, dtype=dtype)
+    return a / a.sum(-1, keepdims=True)
+
+
+def fold_in_shapes(
+    topic_word: Any,
+    X: Any,
+    alpha: Any,
+    *,
+    max_iter: int = 200,
+    tol: float = 1e-6,
+    dtype: torch.dtype = torch.float64,
+) -> np.ndarray:
+    """The Dirichlet parameters a_(i) of q(m) at the fold-in fixed point (Θ fixed), all documents at once.
+
+    Starts from a = α + L/K and stops when no entry of a moves by more than ``tol``. Returns (n_documents, K).
+    """
     tw = _topic_word(topic_word)
     K, J = tw.shape
     counts = sp.csr_matrix(X, dtype=np.float64)
@@ -109,9 +126,9 @@ def fold_in(
         new = a0 + torch.zeros_like(a).index_add_(0, doc, resp)
         change = (new - a).abs().max()
         a = new
-        if change < tol:
+        if change <= tol:
             break
-    return (a / a.sum(-1, keepdim=True)).numpy()
+    return a.numpy()
 
 
 def completion_loglik(topic_word: Any, doc_topic: np.ndarray, held_out: Any) -> float:

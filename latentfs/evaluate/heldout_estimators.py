@@ -209,25 +209,14 @@ def variational_shapes(
     >>> variational_shapes(theta, [[3, 1]], 0.5).round(6).tolist()
     [[3.5, 1.5]]
     """
-    from scipy.special import digamma
+    from latentfs.evaluate.heldout import fold_in_shapes
 
     tw = _topic_word(topic_word)
-    K = tw.shape[0]
-    a0 = _alpha(alpha, K)
-    shapes = []
-    for words, counts in _docs(X, tw.shape[1]):
-        th = tw[:, words]  # (K, n)
-        a = a0 + counts.sum() / K
-        for _ in range(_check_int("max_iter", max_iter)):
-            e = np.exp(digamma(a) - digamma(a.sum()))
-            z = e @ th
-            new = a0 + e * (th @ (counts / np.maximum(z, 1e-300)))
-            done = np.abs(new - a).max() <= tol
-            a = new
-            if done:
-                break
-        shapes.append(a)
-    return np.asarray(shapes)
+    a0 = _alpha(alpha, tw.shape[0])
+    counts = as_counts(X, name="X")
+    if counts.n_features != tw.shape[1]:
+        raise DataError(f"X must have {tw.shape[1]} features (as topic_word); got {counts.n_features}.")
+    return fold_in_shapes(tw, counts.csr, a0, max_iter=_check_int("max_iter", max_iter), tol=tol)
 
 
 def vb_bound(topic_word: Any, X: Any, alpha: Any, *, max_iter: int = 500, tol: float = 1e-10) -> HeldOutLikelihood:
