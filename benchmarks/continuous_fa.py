@@ -36,7 +36,7 @@ torch.set_num_threads(1)
 threadpool_limits(1)
 
 import latentfs  # noqa: E402
-from latentfs.inference import factor_em as fem  # noqa: E402
+from latentfs.inference.factor import em as fem  # noqa: E402
 from latentfs.models.factor import FactorAnalysis  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def loglik(X: np.ndarray, W: np.ndarray, psi: np.ndarray, mu: np.ndarray) -> flo
 
 def run_latentfs(X: np.ndarray, k: int, tol: float) -> tuple[float, dict]:
     t0 = time.perf_counter()
-    post = latentfs.inference.fit(FactorAnalysis(k), X, method="em", tol=tol, max_iter=20000, progress=False)
+    post = latentfs.fit(FactorAnalysis(k), X, method="em", tol=tol, max_iter=20000, progress=False)
     dt = time.perf_counter() - t0
     params = {s: post.mean(s) for s in ("loadings", "noise_variance", "mean")}
     return dt, {"params": params, "n_iter": post.diagnostics["n_iter"]}

@@ -59,8 +59,8 @@ def main() -> None:
     import sklearn
     from sklearn.mixture import GaussianMixture as SkGM
 
-    import latentfs.inference as li
-    from latentfs.inference.mixture_em import family_for
+    import latentfs
+    from latentfs.inference.mixture.em import family_for
     from latentfs.models.mixture import GaussianMixture
 
     X = planted_data(n, d, k, seed=0)
@@ -90,7 +90,7 @@ def main() -> None:
                 t_sk, c_sk = time.perf_counter() - t0, time.process_time() - c0
             ll_sk = sk.score(X) * n
             t0, c0 = time.perf_counter(), time.process_time()
-            res = li.fit(
+            res = latentfs.fit(
                 model,
                 X,
                 method="em",

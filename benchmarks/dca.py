@@ -37,9 +37,9 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 import latentfs  # noqa: E402
 from latentfs.evaluate.heldout import document_completion, split_documents  # noqa: E402
-from latentfs.inference._dca_common import prepare, resolve_model  # noqa: E402
-from latentfs.inference.dca_gibbs import _hyper as gibbs_hyper  # noqa: E402
-from latentfs.inference.dca_gibbs import gibbs_init, gibbs_step, token_index  # noqa: E402
+from latentfs.inference.dca.common import prepare, resolve_model  # noqa: E402
+from latentfs.inference.dca.gibbs import _hyper as gibbs_hyper  # noqa: E402
+from latentfs.inference.dca.gibbs import gibbs_init, gibbs_step, token_index  # noqa: E402
 
 torch.set_num_threads(1)
 

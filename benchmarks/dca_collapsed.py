@@ -36,8 +36,8 @@ logging.getLogger("lda").setLevel(logging.ERROR)  # its per-run INFO lines and e
 
 import latentfs  # noqa: E402
 from latentfs.evaluate.heldout import completion_loglik, fold_in, split_documents  # noqa: E402
-from latentfs.inference import dca_collapsed as dc  # noqa: E402
-from latentfs.inference._dca_common import prepare  # noqa: E402
+from latentfs.inference.dca import collapsed as dc  # noqa: E402
+from latentfs.inference.dca.common import prepare  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- corpora

@@ -32,8 +32,8 @@ import torch  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 import latentfs  # noqa: E402
-from latentfs.inference._dca_common import prepare  # noqa: E402
-from latentfs.inference.dca_em import PointState, kl_divergence, nmf_step  # noqa: E402
+from latentfs.inference.dca.common import prepare  # noqa: E402
+from latentfs.inference.dca.em import PointState, kl_divergence, nmf_step  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -41,7 +41,8 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 torch.set_num_threads(1)
 
-from latentfs.models.hdda import HDDA, HDDC, HDDAModel  # noqa: E402
+from latentfs.inference.hdda.estimators import HDDA, HDDC  # noqa: E402
+from latentfs.models.hdda import HDDAModel  # noqa: E402
 
 PLANTED = {
     "weights": np.full(3, 1 / 3),

@@ -13,12 +13,17 @@ Examples
 >>> latentfs.word_importance(result).top(3)  # doctest: +SKIP
 """
 
-from latentfs.data import DataError, DataWarning
-from latentfs.inference import Posterior, fit, load, methods_for
-from latentfs.inference.driver import ConvergenceWarning, InterruptedFitWarning
+from latentfs.core.data import DataError, DataWarning
+from latentfs.core.driver import ConvergenceWarning, InterruptedFitWarning
+from latentfs.core.registry import fit, methods_for
+from latentfs.core.results import Posterior, load
+from latentfs.core.weights import FeatureWeights
+from latentfs.inference.dca import DCAClassifier, DCAFeatures, top_words, word_importance, word_relevance
+from latentfs.inference.factor import communalities, loading_weights
+from latentfs.inference.hdda import HDDA, HDDC, hdda_feature_weights
+from latentfs.inference.mixture import MixtureSeparationSelector, mixture_feature_weights
+from latentfs.inference.plsa import PLSATransformer
 from latentfs.models import (
-    HDDA,
-    HDDC,
     PLSA,
     ConditionalGammaPoissonDCA,
     DirichletDCA,
@@ -31,15 +36,14 @@ from latentfs.models import (
     LoadingConstraints,
     MixtureOfFactorAnalyzers,
 )
-from latentfs.select.posterior import top_words, word_importance, word_relevance
-from latentfs.select.weights import FeatureWeights
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "PLSA",
     "ConditionalGammaPoissonDCA",
     "ConvergenceWarning",
+    "DCAClassifier",
+    "DCAFeatures",
     "DataError",
     "DataWarning",
     "DirichletDCA",
@@ -55,11 +59,18 @@ __all__ = [
     "LatentProfile",
     "LoadingConstraints",
     "MixtureOfFactorAnalyzers",
+    "MixtureSeparationSelector",
+    "PLSA",
+    "PLSATransformer",
     "Posterior",
     "__version__",
+    "communalities",
     "fit",
+    "hdda_feature_weights",
     "load",
+    "loading_weights",
     "methods_for",
+    "mixture_feature_weights",
     "top_words",
     "word_importance",
     "word_relevance",

@@ -119,7 +119,7 @@ def _read_counts(path: Path) -> Any:
     import scipy.io
     import scipy.sparse as sp
 
-    from latentfs.data import DataError
+    from latentfs.core.data import DataError
 
     if not path.exists():
         raise DataError(f"FILE {path} does not exist; pass the path of a .mtx, .npz or .csv count matrix.")
@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from latentfs.data import DataError
+    from latentfs.core.data import DataError
 
     try:
         return int(args.func(args))

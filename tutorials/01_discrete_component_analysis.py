@@ -37,8 +37,8 @@ import numpy as np
 import torch
 
 import latentfs
+from latentfs.core.relabel import matching_permutation
 from latentfs.evaluate.heldout import document_completion, split_documents
-from latentfs.inference.align import matching_permutation
 
 torch.set_num_threads(1)
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"

@@ -35,12 +35,12 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import latentfs  # noqa: E402
+from latentfs.core.relabel import matching_permutation  # noqa: E402
 from latentfs.datasets import load_reuters  # noqa: E402
 from latentfs.datasets.rollcall import bloc_membership, simulate_rollcalls  # noqa: E402
 from latentfs.evaluate.heldout import document_completion, fold_in, split_documents  # noqa: E402
-from latentfs.inference.align import matching_permutation  # noqa: E402
+from latentfs.inference.dca.features import DCAClassifier, component_features, fold_in_features  # noqa: E402
 from latentfs.models import ConditionalGammaPoissonDCA  # noqa: E402
-from latentfs.select.dca_features import DCAClassifier, component_features, fold_in_features  # noqa: E402
 
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"
 torch.set_num_threads(1)  # small sparse ops are far slower with 2 threads on a shared machine
@@ -268,4 +268,4 @@ for name, nats, zeros in rows:
 # zeros are *exact* (a component is switched off, with posterior probability of a zero score π), not
 # merely small, which is the chapter's motivation for it (fitted α go small, leaving ~90% of normalised
 # scores below 10⁻⁸). The CGP variational approximation is our own derivation (the chapter gives only a
-# Gibbs rule); see `latentfs.inference.dca_cgp`.
+# Gibbs rule); see `latentfs.inference.dca.cgp`.

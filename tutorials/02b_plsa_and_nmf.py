@@ -44,7 +44,7 @@ import torch
 
 import latentfs
 from latentfs import DirichletDCA, GammaPoissonDCA
-from latentfs.inference.plsa import PLSATransformer, fold_in
+from latentfs.inference.plsa.em import PLSATransformer, fold_in
 from latentfs.models.plsa import PLSA
 
 torch.set_num_threads(1)
@@ -131,8 +131,8 @@ for name, r in [("EM to convergence", plain), ("EM + early stopping", stopped), 
 # convergence. Doubling a document's counts changes nothing.
 
 # %%
-from latentfs.inference._dca_common import prepare
-from latentfs.inference.dca_em import PointState, plsi_step
+from latentfs.inference.dca.common import prepare
+from latentfs.inference.dca.em import PointState, plsi_step
 
 m_train, theta_train = plain.mean("doc_topic"), plain.mean("topic_word")
 again = fold_in(plain, X_train, init=m_train, max_iter=1)

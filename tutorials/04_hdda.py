@@ -56,9 +56,9 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 from sklearn.model_selection import StratifiedKFold
 
-from latentfs.inference.hdda import SUBMODELS
-from latentfs.models.hdda import HDDA, HDDC
-from latentfs.select.hdda_weights import hdda_feature_weights
+from latentfs.inference.hdda.estimators import HDDA, HDDC
+from latentfs.inference.hdda.numerics import SUBMODELS
+from latentfs.inference.hdda.weights import hdda_feature_weights
 
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"
 N_BOOT = 10 if QUICK else 100

@@ -12,7 +12,7 @@ from typing import Any
 
 import scipy.sparse as sp
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 
 __all__ = ["TextCorpus", "load_reuters", "load_rdataset"]
 

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from pyro import poutine
 
-from latentfs.data import DataError, as_counts, check_n_components, check_positive
+from latentfs.core.data import DataError, as_counts, check_n_components, check_positive
 from latentfs.models.dca import DirichletDCA
 
 __all__ = ["RollCalls", "simulate_rollcalls", "bloc_membership"]

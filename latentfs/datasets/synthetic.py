@@ -1,6 +1,6 @@
 """Synthetic feature-selection problems of Wolf & Shashua (2005), reproduced from their descriptions.
 
-Each function takes a numpy Generator (``latentfs.data.as_rng(seed)`` makes one) and returns ``(X, labels)``.
+Each function takes a numpy Generator (``latentfs.core.data.as_rng(seed)`` makes one) and returns ``(X, labels)``.
 They are the planted problems of the Q-alpha tests and tutorial 05: Weston et al.'s linear and nonlinear
 problems (relevant features first), §4.2's multi-class clusters, and §4.4's kernel "sessions" problem.
 """

@@ -8,15 +8,10 @@ from latentfs.evaluate.cross_indexing import (
     outer_loop_estimate,
 )
 from latentfs.evaluate.heldout import document_completion, fold_in, split_documents
-from latentfs.evaluate.model_selection import bootstrap_lrt, information_criteria, n_parameters, select_n_components
 from latentfs.evaluate.navot import expected_error_mc, optimal_num_features
 from latentfs.evaluate.stability import jaccard_index, kuncheva_index, selection_stability
 
 __all__ = [
-    "bootstrap_lrt",
-    "information_criteria",
-    "n_parameters",
-    "select_n_components",
     "cross_index_a",
     "cross_index_b",
     "document_completion",

@@ -16,7 +16,7 @@ v_1, …, v_M in decreasing order of θ:
   in [−1, 1], with the limits −1 for pairs that never co-occur and 1 for pairs present in every document.
 
 Higher is more coherent for both. :func:`align_components` matches the components of two runs by the
-Hungarian algorithm (:func:`latentfs.inference.align.matching_permutation`).
+Hungarian algorithm (:func:`latentfs.core.relabel.matching_permutation`).
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from latentfs.data import DataError, as_counts
-from latentfs.inference.align import matching_permutation
+from latentfs.core.data import DataError, as_counts
+from latentfs.core.relabel import matching_permutation
 
 __all__ = ["MEASURES", "top_word_indices", "umass", "npmi", "topic_coherence", "ComponentAlignment",
            "align_components"]
 
 
 def _weights(topic_word: Any, name: str = "topic_word") -> np.ndarray:
-    from latentfs.inference.results import Posterior
+    from latentfs.core.results import Posterior
 
     if isinstance(topic_word, Posterior):
         topic_word = topic_word.mean("topic_word")

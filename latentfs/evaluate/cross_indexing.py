@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.data import DataError, as_continuous, as_labels, as_rng
+from latentfs.core.data import DataError, as_continuous, as_labels, as_rng
 
 __all__ = [
     "Curve",

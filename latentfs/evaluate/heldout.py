@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from latentfs.data import DataError, as_counts, check_positive
+from latentfs.core.data import DataError, as_counts, check_positive
 
 __all__ = ["split_documents", "fold_in", "fold_in_shapes", "completion_loglik", "document_completion"]
 
@@ -59,7 +59,7 @@ def split_documents(X: Any, fraction: float = 0.5, *, seed: int = 0) -> tuple[sp
 
 
 def _topic_word(topic_word: Any) -> np.ndarray:
-    from latentfs.inference.results import Posterior
+    from latentfs.core.results import Posterior
 
     if isinstance(topic_word, Posterior):
         topic_word = topic_word.mean("topic_word")

@@ -46,7 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln, logsumexp
 
-from latentfs.data import DataError, as_counts, check_positive
+from latentfs.core.data import DataError, as_counts, check_positive
 
 __all__ = [
     "ESTIMATORS",

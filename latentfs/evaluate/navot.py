@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtr
 
-from latentfs.data import DataError, as_rng
+from latentfs.core.data import DataError, as_rng
 
 __all__ = [
     "NavotOptimum",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 
 __all__ = ["STABILITY_INDICES", "jaccard_index", "kuncheva_index", "selection_stability"]
 

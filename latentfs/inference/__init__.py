@@ -1,18 +1,17 @@
-"""Fast inference engines, the shared drivers and the result type.
+"""Fast inference engines, one folder per family: :mod:`~latentfs.inference.dca`,
+:mod:`~latentfs.inference.plsa`, :mod:`~latentfs.inference.factor`, :mod:`~latentfs.inference.mixture`,
+:mod:`~latentfs.inference.hdda`.
 
-Every module in this package that registers engines (``@register(ModelClass, "method")``) is imported
-here, so :func:`latentfs.fit` finds them without a hand-kept list.
+Each family folder holds its engines (registered with ``@register(ModelClass, "method")`` from
+:mod:`latentfs.core.registry`), its transforms of new data, its hyperparameter code, its estimators and its
+feature weights. Every family package is imported here, so :func:`latentfs.fit` finds the engines
+without a hand-kept list. The shared machinery (data, drivers, results, relabelling) is in
+:mod:`latentfs.core`.
 """
 
 import importlib
 import pkgutil
 
-from latentfs.inference.registry import fit, methods_for, register
-from latentfs.inference.results import Posterior, load
-
-__all__ = ["Posterior", "fit", "load", "methods_for", "register"]
-
-_SHARED = {"registry", "results", "driver", "align"}
 for _mod in pkgutil.iter_modules(__path__):
-    if _mod.name not in _SHARED and not _mod.name.startswith("_"):
+    if _mod.ispkg and not _mod.name.startswith("_"):
         importlib.import_module(f"{__name__}.{_mod.name}")

@@ -2,13 +2,11 @@
 
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
-from latentfs.models.hdda import HDDA, HDDC, HDDAModel
+from latentfs.models.hdda import HDDAModel
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 from latentfs.models.plsa import PLSA
 
 __all__ = [
-    "HDDA",
-    "HDDC",
     "PLSA",
     "ConditionalGammaPoissonDCA",
     "DirichletDCA",

@@ -39,7 +39,7 @@ from pyro import poutine
 from pyro.poutine.util import site_is_subsample
 from torch.distributions import constraints
 
-from latentfs.data import DataError, check_n_components, check_positive
+from latentfs.core.data import DataError, check_n_components, check_positive
 
 __all__ = [
     "ConditionalGammaPoissonDCA",

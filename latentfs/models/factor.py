@@ -6,7 +6,7 @@ write the same model as y(t) = A x(t) + η(t) and treat a missing entry as an en
 precision. Ghahramani & Hinton (1996) add a categorical
 component: ``y | (c, z) ~ N(μ_c + W_c z, Λ)``.
 
-Sites (shared by the engines in :mod:`latentfs.inference.factor_em` and ``factor_gibbs``):
+Sites (shared by the engines in :mod:`latentfs.inference.factor.em` and ``factor_gibbs``):
 
 ====================  ================================  ==============================================
 site                  shape                             meaning (paper's symbol)
@@ -43,7 +43,7 @@ from pyro import poutine
 from pyro.poutine.subsample_messenger import _Subsample
 from torch.distributions import constraints
 
-from latentfs.data import DataError, check_n_components, check_positive
+from latentfs.core.data import DataError, check_n_components, check_positive
 
 __all__ = ["FactorAnalysis", "LoadingConstraints", "MixtureOfFactorAnalyzers"]
 

@@ -38,7 +38,7 @@ import pyro.distributions as dist
 import torch
 from pyro import poutine
 
-from latentfs.data import DataError, as_continuous, check_n_components, check_positive
+from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
 
 __all__ = ["GaussianMixture", "LatentClass", "LatentProfile", "COVARIANCE_TYPES"]
 

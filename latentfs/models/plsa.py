@@ -7,7 +7,7 @@ extraction for classification:
 
 Each token picks its document d ~ P(d), an aspect z ~ P(z | d) and a word x ~ P(x | z). The three
 tables are parameters (no priors): PLSA is fitted by maximum likelihood (EM, tempered EM), see
-:mod:`latentfs.inference.plsa`. ``P(d)`` has the closed-form estimate n(d_i)/Σ_i n(d_i).
+:mod:`latentfs.inference.plsa.em`. ``P(d)`` has the closed-form estimate n(d_i)/Σ_i n(d_i).
 
 Relation to DCA (digest book part 1, §1.8): P(z | d) and P(x | z) are DirichletDCA's ``doc_topic`` m_(i)
 and ``topic_word`` Θ, and the PLSA EM iterates are those of DirichletDCA's MAP with α = γ = 1
@@ -37,7 +37,7 @@ import scipy.sparse as sp
 import torch
 from pyro import poutine
 
-from latentfs.data import DataError, as_counts, check_n_components, check_positive
+from latentfs.core.data import DataError, as_counts, check_n_components, check_positive
 
 __all__ = ["PLSA", "tokens_from_counts"]
 

@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from latentfs.data import DataError, as_labels
-from latentfs.select.base import BaseSelector
+from latentfs.core.base import BaseSelector
+from latentfs.core.data import DataError, as_labels
+from latentfs.core.weights import FeatureWeights
 from latentfs.select.leverage import (
     _SCHEMES,
     _as_matrix,
@@ -41,7 +42,6 @@ from latentfs.select.leverage import (
     merge_duplicates,
     right_singular_vectors,
 )
-from latentfs.select.weights import FeatureWeights
 
 __all__ = [
     "BSSResult",

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from latentfs.data import DataError, as_continuous, as_labels, as_rng
-from latentfs.select.base import BaseSelector
-from latentfs.select.weights import FeatureWeights
+from latentfs.core.base import BaseSelector
+from latentfs.core.data import DataError, as_continuous, as_labels, as_rng
+from latentfs.core.weights import FeatureWeights
 
 __all__ = [
     "ForestRecords",

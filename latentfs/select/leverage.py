@@ -25,9 +25,9 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from latentfs.data import DataError, as_continuous, check_n_components
-from latentfs.select.base import BaseSelector
-from latentfs.select.weights import FeatureWeights
+from latentfs.core.base import BaseSelector
+from latentfs.core.data import DataError, as_continuous, check_n_components
+from latentfs.core.weights import FeatureWeights
 
 __all__ = [
     "KMeansResult",

@@ -37,10 +37,10 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from latentfs.data import DataError, DataWarning, as_labels, check_n_components, check_positive
-from latentfs.select.base import BaseSelector
+from latentfs.core.base import BaseSelector
+from latentfs.core.data import DataError, DataWarning, as_labels, check_n_components, check_positive
+from latentfs.core.weights import FeatureWeights
 from latentfs.select.leverage import _Affine, _as_matrix, _column_moments, _rng
-from latentfs.select.weights import FeatureWeights
 
 __all__ = [
     "KernelQAlpha",

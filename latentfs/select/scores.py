@@ -38,9 +38,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri, xlogy
 
-from latentfs.data import DataError, DataWarning, as_counts, as_labels, as_rng
-from latentfs.select.base import BaseSelector
-from latentfs.select.weights import FeatureWeights
+from latentfs.core.base import BaseSelector
+from latentfs.core.data import DataError, DataWarning, as_counts, as_labels, as_rng
+from latentfs.core.weights import FeatureWeights
 
 __all__ = [
     "ESTIMATORS",

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.data import DataError, as_continuous, as_labels, as_rng, check_n_components
+from latentfs.core.data import DataError, as_continuous, as_labels, as_rng, check_n_components
 from latentfs.subspace.random_projection import random_projection_matrix
 
 __all__ = [

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.data import DataError, as_continuous, as_rng, check_n_components
-from latentfs.select.base import BaseSelector
-from latentfs.select.weights import FeatureWeights
+from latentfs.core.base import BaseSelector
+from latentfs.core.data import DataError, as_continuous, as_rng, check_n_components
+from latentfs.core.weights import FeatureWeights
 from latentfs.subspace.kernel_features import kernel_matrix
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from latentfs.data import DataError, as_continuous, as_rng, check_n_components
+from latentfs.core.data import DataError, as_continuous, as_rng, check_n_components
 
 __all__ = [
     "PROJECTION_KINDS",

@@ -5,10 +5,10 @@ import pytest
 import scipy.sparse as sp
 
 import latentfs
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.evaluate.coherence import align_components, npmi, top_word_indices, topic_coherence, umass
+from latentfs.inference.dca.weights import top_words
 from latentfs.models.dca import DirichletDCA
-from latentfs.select.posterior import top_words
 
 # 5 documents × 4 words; word presence:
 #        w0 w1 w2 w3

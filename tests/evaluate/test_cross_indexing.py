@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.evaluate.cross_indexing import (
     SearchPath,
     cross_index_a,

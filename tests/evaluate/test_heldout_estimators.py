@@ -5,7 +5,7 @@ import pytest
 from scipy import integrate, stats
 
 import latentfs
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.evaluate.heldout import completion_loglik
 from latentfs.evaluate.heldout_estimators import (
     HeldOutLikelihood,

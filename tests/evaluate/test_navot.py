@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.evaluate.navot import (
     approximate_error,
     expected_error_mc,

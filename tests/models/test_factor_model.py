@@ -6,7 +6,7 @@ import torch
 from pyro import poutine
 from scipy.stats import multivariate_normal
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
 
 

@@ -17,9 +17,10 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticD
 from sklearn.metrics import adjusted_rand_score
 
 import latentfs
-from latentfs.data import DataError
-from latentfs.inference import hdda as num
-from latentfs.models.hdda import HDDA, HDDC, HDDAModel, polar_orthonormal
+from latentfs.core.data import DataError
+from latentfs.inference.hdda import numerics as num
+from latentfs.inference.hdda.estimators import HDDA, HDDC
+from latentfs.models.hdda import HDDAModel, polar_orthonormal
 
 PLANTED = {
     "weights": np.full(3, 1 / 3),
@@ -143,7 +144,7 @@ def test_simulate_is_seeded_and_scoped():
 def test_engine_log_likelihood_equals_pyro_model():
     model = HDDAModel(2, n_dims=1)
     X = model.simulate(80, 4, seed=2)["X"]
-    post = latentfs.inference.fit(model, X, method="em", seed=0, n_init=2)
+    post = latentfs.fit(model, X, method="em", seed=0, n_init=2)
     values = {
         "weights": torch.tensor(post.mean("weights")),
         "means": torch.tensor(post.mean("means")),

@@ -7,8 +7,8 @@ import torch
 from pyro import poutine
 from pyro.infer import TraceEnum_ELBO
 
-from latentfs.data import DataError
-from latentfs.inference.mixture_em import family_for, log_joint_components
+from latentfs.core.data import DataError
+from latentfs.inference.mixture.em import family_for, log_joint_components
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 PARAM_SITES = ("weights", "means", "precision", "item_probs")

@@ -7,7 +7,7 @@ from sklearn.datasets import make_friedman1
 from sklearn.metrics import mutual_info_score
 from sklearn.tree import DecisionTreeClassifier
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.select.forest import (
     ForestRelevanceSelector,
     expected_irrelevant_gain,

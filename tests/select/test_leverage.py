@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.select.leverage import (
     LeverageScoreSelector,
     clustering_accuracy,

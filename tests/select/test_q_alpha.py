@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from latentfs.data import DataError, DataWarning
+from latentfs.core.data import DataError, DataWarning
+from latentfs.core.weights import FeatureWeights
 from latentfs.datasets.synthetic import multiclass, sessions, weston_linear, weston_nonlinear
 from latentfs.select import q_alpha as qa
 from latentfs.select.q_alpha import (
@@ -24,7 +25,6 @@ from latentfs.select.q_alpha import (
     select_by_gap,
     supervised_q_alpha,
 )
-from latentfs.select.weights import FeatureWeights
 
 # --- generators (the paper's synthetic problems, digest §4) ------------------------------------
 

@@ -7,7 +7,7 @@ from scipy.special import ndtri
 from scipy.stats import chi2_contingency
 from sklearn.metrics import mutual_info_score
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.select.scores import (
     MEASURES,
     ProbabilityEstimator,

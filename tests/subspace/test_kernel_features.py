@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.kernel_approximation import Nystroem
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.subspace.kernel_features import (
     KernelFeatureMap,
     RandomHyperplaneWeakLearner,

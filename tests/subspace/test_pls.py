@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.cross_decomposition import PLSCanonical, PLSRegression
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.subspace.pls import PLS, KernelPLS, PLSVIPSelector, dominant_singular_pair, vip_scores, vip_values
 
 

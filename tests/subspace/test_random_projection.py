@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from latentfs.data import DataError
+from latentfs.core.data import DataError
 from latentfs.subspace.random_projection import (
     RandomProjection,
     jl_failure_bound,

@@ -1,0 +1,263 @@
+"""The shared loops: one for iterative optimisers (EM, VB, MAP), one for samplers.
+
+Engines supply pure functions; the loops own convergence, restarts, progress bars, interruption
+(Ctrl-C returns what was computed so far, with a warning) and the non-convergence warning
+(STYLE.md, item 3).
+
+* :func:`run_optimizer` drives ``step(state) -> (state, objective)`` where ``objective`` is the value
+  of the maximised objective (bound, log-likelihood, log posterior) *at the state passed in*.
+* :func:`run_sampler` drives ``init(generator) -> state`` and ``step(state, generator) -> (state, lp)``,
+  collecting ``collect(state) -> {site: array}`` after warm-up every ``thin`` steps, chain after chain.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = [
+    "ConvergenceWarning",
+    "InterruptedFitWarning",
+    "OptimizerRun",
+    "SamplerRun",
+    "chain_generators",
+    "make_generator",
+    "run_optimizer",
+    "run_sampler",
+    "best_run",
+]
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative fit stopped at ``max_iter`` before its tolerance was met."""
+
+
+class InterruptedFitWarning(UserWarning):
+    """A fit was interrupted (Ctrl-C); the result holds what was computed so far."""
+
+
+def make_generator(seed: int | torch.Generator | None, device: str | torch.device = "cpu") -> torch.Generator:
+    """A torch generator from ``seed`` (an int, an existing generator, or None for a fresh random seed)."""
+    if isinstance(seed, torch.Generator):
+        return seed
+    gen = torch.Generator(device=device)
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        from latentfs.core.data import DataError
+
+        raise DataError(f"seed must be an int, a torch.Generator or None; got {seed!r}.")
+    gen.manual_seed(int(seed))
+    return gen
+
+
+def chain_generators(
+    seed: int | torch.Generator | None, n: int, device: str | torch.device = "cpu"
+) -> list[torch.Generator]:
+    """``n`` independent generators derived from one seed (numpy SeedSequence spawning)."""
+    if isinstance(seed, torch.Generator):
+        base = int(torch.randint(0, 2**62, (1,), generator=seed).item())
+    elif seed is None:
+        base = None
+    else:
+        base = int(seed)
+    children = np.random.SeedSequence(base).spawn(n)
+    return [make_generator(int(c.generate_state(1, dtype=np.uint64)[0] % 2**63), device) for c in children]
+
+
+def _progress(total: int, desc: str, show: bool | None) -> Any:
+    from tqdm.auto import tqdm
+
+    if show is None:
+        show = sys.stderr.isatty()
+    return tqdm(total=total, desc=desc, disable=not show, leave=False, dynamic_ncols=True)
+
+
+@dataclass
+class OptimizerRun:
+    """What :func:`run_optimizer` returns.
+
+    Attributes
+    ----------
+    state : the last state (the one the last objective value was *not* yet computed at).
+    trace : ndarray (n_iter,), the objective at each iteration's input state.
+    converged : bool; interrupted : bool; n_iter : int.
+    """
+
+    state: Any
+    trace: np.ndarray
+    converged: bool
+    interrupted: bool
+    n_iter: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def objective(self) -> float:
+        return float(self.trace[-1]) if self.trace.size else -math.inf
+
+
+def run_optimizer(
+    state: Any,
+    step: Callable[[Any], tuple[Any, float]],
+    *,
+    max_iter: int,
+    tol: float,
+    min_iter: int = 2,
+    desc: str = "fit",
+    progress: bool | None = None,
+    warn: bool = True,
+    remedies: str = "raise max_iter, loosen tol, or try another initialisation",
+    callback: Callable[[int, Any, float], None] | None = None,
+) -> OptimizerRun:
+    """Iterate ``step`` until the relative change of the objective is below ``tol``.
+
+    Convergence is declared when ``|f_t - f_{t-1}| <= tol * |f_t|``. Ctrl-C stops the loop and returns the
+    state reached so far (with an :class:`InterruptedFitWarning`).
+    """
+    trace: list[float] = []
+    converged = interrupted = False
+    bar = _progress(max_iter, desc, progress)
+    try:
+        for it in range(max_iter):
+            new_state, value = step(state)
+            value = float(value)
+            if not math.isfinite(value):
+                raise FloatingPointError(
+                    f"{desc}: the objective became {value} at iteration {it}; the fit diverged. Check the "
+                    "input scale, raise the prior strength, or use float64."
+                )
+            trace.append(value)
+            state = new_state
+            bar.update(1)
+            if callback is not None:
+                callback(it, state, value)
+            if it >= 1:
+                change = abs(trace[-1] - trace[-2]) / max(abs(trace[-1]), 1e-300)
+                bar.set_postfix(objective=f"{value:.6g}", rel_change=f"{change:.2e}", refresh=False)
+                if it + 1 >= min_iter and change <= tol:
+                    converged = True
+                    break
+    except KeyboardInterrupt:
+        interrupted = True
+        warnings.warn(
+            f"{desc} interrupted after {len(trace)} iterations; returning the state reached so far.",
+            InterruptedFitWarning,
+            stacklevel=2,
+        )
+    finally:
+        bar.close()
+    if warn and not converged and not interrupted:
+        warnings.warn(
+            f"{desc} did not converge in {max_iter} iterations (tol={tol:g}, last relative change "
+            f"{_last_change(trace):.3g}); {remedies}.",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return OptimizerRun(state, np.asarray(trace), converged, interrupted, len(trace))
+
+
+def _last_change(trace: list[float]) -> float:
+    if len(trace) < 2:
+        return math.nan
+    return abs(trace[-1] - trace[-2]) / max(abs(trace[-1]), 1e-300)
+
+
+def best_run(runs: list[OptimizerRun]) -> OptimizerRun:
+    """The run with the highest final objective (for best-of-restarts)."""
+    return max(runs, key=lambda r: r.objective)
+
+
+@dataclass
+class SamplerRun:
+    """What :func:`run_sampler` returns.
+
+    Attributes
+    ----------
+    draws : dict site -> ndarray (chain, draw, *site_shape)
+    trace : ndarray (chain, n_steps), the ``lp`` reported by each step (warm-up included).
+    interrupted : bool; n_draws : int (per chain, equal across chains).
+    """
+
+    draws: dict[str, np.ndarray]
+    trace: np.ndarray
+    interrupted: bool
+    n_draws: int
+    final_states: list[Any]
+
+
+def run_sampler(
+    init: Callable[[torch.Generator], Any],
+    step: Callable[[Any, torch.Generator], tuple[Any, float]],
+    collect: Callable[[Any], dict[str, np.ndarray]],
+    *,
+    num_chains: int,
+    num_warmup: int,
+    num_samples: int,
+    thin: int = 1,
+    seed: int | torch.Generator | None = None,
+    device: str | torch.device = "cpu",
+    desc: str = "sample",
+    progress: bool | None = None,
+) -> SamplerRun:
+    """Run ``num_chains`` chains one after another; Ctrl-C keeps the draws made so far.
+
+    After an interruption every chain is truncated to the number of draws of the shortest chain that
+    has any (chains with none are dropped), so the result stays rectangular.
+    """
+    from latentfs.core.data import DataError
+
+    for name, v, low in (("num_chains", num_chains, 1), ("num_warmup", num_warmup, 0),
+                         ("num_samples", num_samples, 1), ("thin", thin, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise DataError(f"{name} must be an integer ≥ {low}; got {v!r}.")
+    gens = chain_generators(seed, num_chains, device)
+    steps_per_chain = num_warmup + num_samples * thin
+    per_chain: list[dict[str, list[np.ndarray]]] = []
+    traces: list[list[float]] = []
+    finals: list[Any] = []
+    interrupted = False
+    bar = _progress(num_chains * steps_per_chain, desc, progress)
+    try:
+        for c in range(num_chains):
+            store: dict[str, list[np.ndarray]] = {}
+            lps: list[float] = []
+            per_chain.append(store)
+            traces.append(lps)
+            state = init(gens[c])
+            finals.append(state)
+            for t in range(steps_per_chain):
+                state, lp = step(state, gens[c])
+                finals[c] = state
+                lps.append(float(lp))
+                bar.update(1)
+                if t >= num_warmup and (t - num_warmup + 1) % thin == 0:
+                    for site, value in collect(state).items():
+                        store.setdefault(site, []).append(np.asarray(value))
+            bar.set_postfix(chain=c, lp=f"{lps[-1]:.6g}", refresh=False)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+    counts = [len(next(iter(s.values()))) if s else 0 for s in per_chain]
+    keep = [i for i, n in enumerate(counts) if n > 0]
+    if not keep:
+        raise KeyboardInterrupt(f"{desc} interrupted before any draw was kept; nothing to return.")
+    n_draws = min(counts[i] for i in keep)
+    if interrupted:
+        warnings.warn(
+            f"{desc} interrupted; keeping {len(keep)} chain(s) × {n_draws} draws made so far.",
+            InterruptedFitWarning,
+            stacklevel=2,
+        )
+    sites = per_chain[keep[0]].keys()
+    draws = {site: np.stack([np.stack(per_chain[i][site][:n_draws]) for i in keep]) for site in sites}
+    n_steps = min(len(traces[i]) for i in keep)
+    trace = np.array([traces[i][:n_steps] for i in keep])
+    return SamplerRun(draws, trace, interrupted, n_draws, [finals[i] for i in keep])

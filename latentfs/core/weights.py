@@ -1,0 +1,170 @@
+"""The one feature-weights type (DESIGN.md, contract 4).
+
+Every latentfs method that scores features returns a :class:`FeatureWeights`: one score per feature,
+higher meaning more important, optionally with draws of the score (posterior draws, bootstrap
+replicates) from which a credible or confidence band is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from latentfs.core.data import DataError
+
+__all__ = ["FeatureWeights"]
+
+
+@dataclass(frozen=True)
+class FeatureWeights:
+    """Scores of features, with an optional band from draws.
+
+    Parameters
+    ----------
+    scores : array of shape (n_features,)
+        Point scores; higher means more important.
+    method : str
+        What computed them (for example ``"dca.word_importance"``, ``"q_alpha"``).
+    feature_names : sequence of str, optional
+        Defaults to ``"x0"``, ``"x1"``, ….
+    draws : array of shape (n_draws, n_features), optional
+        Replicates of the scores (posterior draws, bootstrap); they give :meth:`band`.
+    info : dict, optional
+        Method-specific extras (definitions, parameters); JSON-friendly values.
+
+    Examples
+    --------
+    >>> fw = FeatureWeights([0.1, 0.7, 0.3], method="demo", feature_names=["a", "b", "c"])
+    >>> fw.top(2)
+    ['b', 'c']
+    >>> fw.support(threshold=0.2).tolist()
+    [False, True, True]
+    """
+
+    scores: np.ndarray
+    method: str
+    feature_names: tuple[str, ...] = ()
+    draws: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        scores: Any,
+        method: str,
+        feature_names: Sequence[str] | None = None,
+        draws: Any = None,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        s = np.asarray(scores, dtype=np.float64).copy()
+        if s.ndim != 1:
+            raise DataError(f"scores must be 1-D (one per feature); got shape {s.shape}.")
+        if np.isnan(s).any():
+            raise DataError(
+                f"scores must not contain NaN; feature {int(np.flatnonzero(np.isnan(s))[0])} is NaN."
+            )
+        names = (
+            tuple(str(n) for n in feature_names)
+            if feature_names is not None
+            else tuple(f"x{i}" for i in range(s.size))
+        )
+        if len(names) != s.size:
+            raise DataError(
+                f"feature_names must have one name per score: got {len(names)} names for {s.size} scores."
+            )
+        d = None
+        if draws is not None:
+            d = np.asarray(draws, dtype=np.float64).copy()
+            if d.ndim != 2 or d.shape[1] != s.size:
+                raise DataError(
+                    f"draws must have shape (n_draws, {s.size}); got {d.shape}. Stack the replicates by row."
+                )
+            d.setflags(write=False)
+        s.setflags(write=False)
+        object.__setattr__(self, "scores", s)
+        object.__setattr__(self, "method", str(method))
+        object.__setattr__(self, "feature_names", names)
+        object.__setattr__(self, "draws", d)
+        object.__setattr__(self, "info", dict(info or {}))
+
+    @property
+    def n_features(self) -> int:
+        return int(self.scores.size)
+
+    def ranking(self) -> np.ndarray:
+        """Feature indices, most important first (ties keep the input order)."""
+        return np.argsort(-self.scores, kind="stable")
+
+    def top(self, k: int) -> list[str]:
+        """Names of the ``k`` highest-scoring features, best first."""
+        k = _check_k(k, self.n_features)
+        return [self.feature_names[i] for i in self.ranking()[:k]]
+
+    def support(self, k: int | None = None, *, threshold: float | None = None) -> np.ndarray:
+        """Boolean mask of selected features: the top ``k``, or those with score ≥ ``threshold``."""
+        if (k is None) == (threshold is None):
+            raise DataError("support needs exactly one of k or threshold; got "
+                            f"k={k!r}, threshold={threshold!r}.")
+        mask = np.zeros(self.n_features, dtype=bool)
+        if k is not None:
+            mask[self.ranking()[: _check_k(k, self.n_features)]] = True
+        else:
+            mask[self.scores >= float(threshold)] = True  # type: ignore[arg-type]
+        return mask
+
+    def band(self, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+        """Equal-tailed band of the scores from the draws, at the given coverage level."""
+        if self.draws is None:
+            raise DataError(
+                f"band needs draws, and the weights of {self.method!r} have none. Fit with a "
+                "sampler or request bootstrap draws."
+            )
+        if not 0 < level < 1:
+            raise DataError(f"level must lie in (0, 1); got {level}.")
+        lo, hi = np.quantile(self.draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        return lo, hi
+
+    def to_frame(self, level: float = 0.9) -> Any:
+        """A pandas DataFrame (feature, score, rank, and the band when draws exist), best first."""
+        import pandas as pd
+
+        order = self.ranking()
+        cols: dict[str, Any] = {
+            "feature": [self.feature_names[i] for i in order],
+            "score": self.scores[order],
+            "rank": np.arange(1, self.n_features + 1),
+        }
+        if self.draws is not None:
+            lo, hi = self.band(level)
+            cols["lower"] = lo[order]
+            cols["upper"] = hi[order]
+        return pd.DataFrame(cols)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly representation (used by save/load)."""
+        return {
+            "scores": self.scores.tolist(),
+            "method": self.method,
+            "feature_names": list(self.feature_names),
+            "draws": None if self.draws is None else self.draws.tolist(),
+            "info": self.info,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> FeatureWeights:
+        return cls(d["scores"], d["method"], d["feature_names"], d.get("draws"), d.get("info"))
+
+    def __repr__(self) -> str:
+        best = ", ".join(self.top(min(3, self.n_features)))
+        band = f", {self.draws.shape[0]} draws" if self.draws is not None else ""
+        return f"FeatureWeights(method={self.method!r}, n_features={self.n_features}{band}, top=[{best}])"
+
+
+def _check_k(k: Any, n: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise DataError(f"k must be a positive integer; got {k!r}.")
+    if k > n:
+        raise DataError(f"k must be at most the number of features ({n}); got {k}. Choose a smaller k.")
+    return int(k)

@@ -1,0 +1,34 @@
+"""Discrete component analysis (Buntine & Jakulin 2006): the engines of :mod:`latentfs.models.dca`.
+
+* :mod:`~latentfs.inference.dca.vb` mean-field VB, :mod:`~latentfs.inference.dca.gibbs` direct Gibbs,
+  :mod:`~latentfs.inference.dca.collapsed` collapsed Gibbs, :mod:`~latentfs.inference.dca.cgp` VB for the
+  conditional GaP, :mod:`~latentfs.inference.dca.em` KL-NMF / PLSI / MAP, :mod:`~latentfs.inference.dca.reference`
+  Pyro's NUTS and SVI (the reference);
+* :mod:`~latentfs.inference.dca.common` data on a device, log joint; :mod:`~latentfs.inference.dca.hyper`
+  hyperparameter learning;
+* :mod:`~latentfs.inference.dca.weights` word relevance and importance;
+  :mod:`~latentfs.inference.dca.features` document features and the class-as-extra-group classifier.
+
+Importing this package registers every engine of the family with :func:`latentfs.fit`.
+"""
+
+import importlib
+import pkgutil
+
+from latentfs.inference.dca.features import DCAClassifier, DCAFeatures, component_features, fold_in_features
+from latentfs.inference.dca.weights import component_shares, top_words, word_importance, word_relevance
+
+__all__ = [
+    "DCAClassifier",
+    "DCAFeatures",
+    "component_features",
+    "component_shares",
+    "fold_in_features",
+    "top_words",
+    "word_importance",
+    "word_relevance",
+]
+
+# Engines register themselves on import.
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")

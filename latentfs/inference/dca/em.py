@@ -1,0 +1,666 @@
+"""Maximum-likelihood and MAP paths for DCA: KL-NMF, PLSI EM and MAP (Buntine & Jakulin 2006, §7.1).
+
+Every engine here keeps a point estimate (doc latent, Θ) and iterates a multiplicative / EM update,
+vectorised over the sparse non-zeros: the rates (Θ l)_j are evaluated at the non-zeros only
+(``sampled_addmm``), the ratios w_j / (Θ l)_j form one sparse matrix, and two sparse–dense products give
+
+* the expected component counts E[c_(i)]_k = l_k Σ_j θ_{jk} w_j / (Θ l)_j (responsibilities summed over
+  words, never stored), and
+* the expected word counts per component S_{kj} = θ_{jk} Σ_i l_k w_j / (Θ l)_j.
+
+The engines (``latentfs.fit(model, X, method=...)``):
+
+==========================  ==========  =======================================================
+model                       method      update (objective, never decreasing)
+==========================  ==========  =======================================================
+GammaPoissonDCA             nmf_kl      Lee & Seung (2001) KL multiplicative updates; Lemma 2 of
+                                        the chapter: GaP maximum likelihood with α = β = 0
+                                        (log-likelihood of eq. 2; equivalently −D_KL(W ‖ Θ L))
+DirichletDCA                plsi_em     Hofmann's PLSI EM, asymmetric form (digest §1.8):
+                                        m_k ← Σ_j w_j r_jk / L, θ_jk ∝ Σ_i w_j r_jk
+DirichletDCA                map         MAP of (m, Θ): m_k ∝ Σ_j w_j r_jk + α_k − 1,
+                                        θ_jk ∝ Σ_i w_j r_jk + γ_j − 1 (log posterior)
+GammaPoissonDCA             map         MAP of (l, Θ): l_k ← (E[c_k] + α_k − 1)/(1 + β_k),
+                                        θ_jk ∝ S_jk + γ_j − 1 (log posterior)
+==========================  ==========  =======================================================
+
+With α = γ = 1 the DM MAP iterates *are* the PLSI EM iterates (Girolami & Kabán 2003), and with
+Θ normalised and l = L m the NMF iterates (``schedule="em"``) are the PLSI iterates (Gaussier &
+Goutte 2005); the tests check both identities exactly.
+
+NMF schedules (a dict, :data:`NMF_SCHEDULES`):
+
+* ``"em"`` — both factors from the same ratios: the chapter's rewrite rules, which are EM for the
+  GaP likelihood with α = β = 0; after each update Σ_k l_k = L.
+* ``"alternating"`` — the scores first, then Θ from the *new* scores, as in Lee & Seung's paper and
+  scikit-learn's ``NMF(solver="mu")``. Θ is renormalised after each step with the compensating
+  rescaling of l, which leaves the product Θ L (and the objective) unchanged, so the iterates' product
+  equals scikit-learn's unnormalised run from the same start.
+
+Priors below 1 (α_k < 1 or γ_j < 1) make the posterior density unbounded at the simplex boundary,
+so no interior MAP exists. The MAP engines then clip the updates at 0 (the usual convention; a
+clipped entry stays 0) and drop the ``(α − 1) log 0`` terms from the reported objective; only with
+α, γ ≥ 1 is the objective guaranteed not to decrease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentfs.core.data import DataError
+from latentfs.core.driver import best_run, chain_generators, run_optimizer
+from latentfs.core.registry import register
+from latentfs.core.results import Posterior
+from latentfs.inference.dca.common import (
+    DCAData,
+    DCAModel,
+    dims_and_coords,
+    doc_loglik,
+    group_totals,
+    log_length_factorials,
+    model_groups,
+    prepare,
+    resolve_model,
+)
+from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
+
+__all__ = [
+    "PointState",
+    "NMF_SCHEDULES",
+    "expected_counts",
+    "nmf_step",
+    "plsi_step",
+    "map_dm_step",
+    "map_gap_step",
+    "kl_divergence",
+    "gap_ml_loglik",
+    "fit_nmf_kl",
+    "fit_plsi",
+    "fit_map",
+]
+
+_TINY = 1e-300
+
+
+@dataclass(frozen=True)
+class PointState:
+    """A point estimate of a DCA model.
+
+    Attributes
+    ----------
+    doc_latent : Tensor (I, K)
+        Scores l_(i) (GaP, NMF: the rows of NMF's W) or proportions m_(i) (DM, PLSI: P(z | d)).
+    topic_word : Tensor (K, J)
+        Θ with each row θ_{·,k} summing to 1 (PLSI: P(w | z); NMF: H with rows normalised).
+    """
+
+    doc_latent: torch.Tensor
+    topic_word: torch.Tensor
+
+
+# ----------------------------------------------------------------------------------------- math
+def _rates(data: DCAData, doc: torch.Tensor, topic_word: torch.Tensor) -> torch.Tensor:
+    """(doc @ topic_word) at the non-zeros, floored so that w / rate stays finite."""
+    return data.rates_at_nonzeros(doc, topic_word).clamp_min(_TINY)
+
+
+def expected_counts(
+    data: DCAData, doc: torch.Tensor, topic_word: torch.Tensor, ratio: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """E-step sufficient statistics from the sparse ratios ``ratio`` = w_j / (doc Θ)_j at the non-zeros.
+
+    Returns (E[c] (I, K), S (K, J)): E[c]_ik = doc_ik Σ_j θ_kj ratio_ij and
+    S_kj = θ_kj Σ_i doc_ik ratio_ij (Buntine & Jakulin eq. 14–15 with point estimates).
+    """
+    doc_counts = doc * (data.csr(ratio) @ topic_word.T)
+    word_counts = topic_word * (data.csr_t(ratio) @ doc).T
+    return doc_counts, word_counts
+
+
+def gap_ml_loglik(data: DCAData, doc_scores: torch.Tensor, rates: torch.Tensor) -> torch.Tensor:
+    """log p(W | Θ, L) of the Poisson model (eq. 2) with Θ rows normalised, from the rates at the non-zeros."""
+    return (data.values * torch.log(rates)).sum() - doc_scores.sum() - data.log_factorials.sum()
+
+
+def kl_divergence(data: DCAData, doc_scores: torch.Tensor, topic_word: torch.Tensor) -> float:
+    """Generalised KL divergence D(W ‖ L Θ) = Σ_ij [w log(w / r) − w + r] (Lee & Seung 2001's cost).
+
+    It equals −log p(W | Θ, L) of the GaP with α = β = 0 plus Σ_ij [w log w − w − log w!], a constant:
+    Lemma 2 of Buntine & Jakulin. Θ need not be normalised.
+    """
+    rates = _rates(data, doc_scores, topic_word)
+    w = data.values
+    total_rate = (doc_scores.sum(0) * topic_word.sum(-1)).sum()
+    return float((w * torch.log(w / rates)).sum() - w.sum() + total_rate)
+
+
+def _normalise_rows(x: torch.Tensor) -> torch.Tensor:
+    return x / x.sum(-1, keepdim=True).clamp_min(_TINY)
+
+
+def theta_simplex(x: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+    """Rows of the non-negative ``x`` (K, J) normalised, within every group of a grouped model
+    (Buntine & Jakulin §4.4); a row (or group) with no mass becomes uniform."""
+    if groups is None:
+        total = x.sum(-1, keepdim=True)
+        size = torch.full_like(total, float(x.shape[-1]))
+    else:
+        n_groups = int(groups.max().item()) + 1
+        total = group_totals(x, groups, n_groups)[..., groups]
+        size = group_totals(torch.ones_like(x[:1]), groups, n_groups)[..., groups]
+    return torch.where(total > 0, x / total.clamp_min(_TINY), 1.0 / size)
+
+
+def nmf_em_step(data: DCAData, state: PointState) -> tuple[PointState, torch.Tensor]:
+    """One EM step of GaP-ML (the chapter's rewrite rules): both factors from the same ratios."""
+    rates = _rates(data, state.doc_latent, state.topic_word)
+    objective = gap_ml_loglik(data, state.doc_latent, rates)
+    doc_counts, word_counts = expected_counts(data, state.doc_latent, state.topic_word, data.values / rates)
+    # l_k ← E[c_k] (Σ_j θ_jk = 1); θ_·k ∝ S_·k.
+    return PointState(doc_counts, _normalise_rows(word_counts)), objective
+
+
+def nmf_alternating_step(data: DCAData, state: PointState) -> tuple[PointState, torch.Tensor]:
+    """One Lee–Seung iteration in scikit-learn's order: scores, then Θ from the new scores."""
+    theta = state.topic_word
+    rates = _rates(data, state.doc_latent, theta)
+    objective = gap_ml_loglik(data, state.doc_latent, rates)
+    # W-update of Lee & Seung: l_k ← l_k Σ_j θ_jk w_j/(Θl)_j / Σ_j θ_jk, and Σ_j θ_jk = 1.
+    scores = state.doc_latent * (data.csr(data.values / rates) @ theta.T)
+    ratio = data.values / _rates(data, scores, theta)
+    # H-update: θ_jk ← θ_jk Σ_i l_ik w_ij/(Θl_i)_j / Σ_i l_ik.
+    raw = theta * (data.csr_t(ratio) @ scores).T / scores.sum(0).clamp_min(_TINY)[:, None]
+    scale = raw.sum(-1)
+    # Renormalise Θ and rescale l: the product, hence the next iterate's product, is unchanged.
+    return PointState(scores * scale, raw / scale.clamp_min(_TINY)[:, None]), objective
+
+
+NMF_SCHEDULES: dict[str, Callable[[DCAData, PointState], tuple[PointState, torch.Tensor]]] = {
+    "em": nmf_em_step,
+    "alternating": nmf_alternating_step,
+}
+
+
+def nmf_step(data: DCAData, state: PointState, schedule: str = "em") -> tuple[PointState, torch.Tensor]:
+    """One KL-NMF iteration; returns (new state, GaP α=β=0 log-likelihood at the input state)."""
+    return NMF_SCHEDULES[schedule](data, state)
+
+
+def plsi_step(
+    data: DCAData, state: PointState, tempering: float = 1.0, groups: torch.Tensor | None = None
+) -> tuple[PointState, torch.Tensor]:
+    """One PLSI EM step (Hofmann 1999; digest §1.8), optionally tempered (Hofmann 2001).
+
+    r_jk ∝ (θ_jk m_k)^τ (τ = ``tempering``; 1 is plain EM), m_k ← Σ_j w_j r_jk / L,
+    θ_jk ∝ Σ_i w_j r_jk. Returns the new state and Σ_i Σ_j w_ij log(Θ m_i)_j at the input state (the
+    sequence log-likelihood; add the multinomial coefficients for the bag model's value). With ``groups``
+    (grouped DirichletDCA) Θ is normalised within every group; the m-update is unchanged because
+    Σ_j (Θ m)_j = 1 within every group.
+    """
+    m, theta = state.doc_latent, state.topic_word
+    rates = _rates(data, m, theta)
+    objective = (data.values * torch.log(rates)).sum()
+    if tempering != 1.0:
+        # (θ m)^τ = θ^τ m^τ, so the tempered normaliser is one more sampled product.
+        m, theta = m.pow(tempering), theta.pow(tempering)
+        rates = _rates(data, m, theta)
+    doc_counts, word_counts = expected_counts(data, m, theta, data.values / rates)
+    new_m = doc_counts / data.doc_lengths[:, None]
+    return PointState(_normalise_rows(new_m), theta_simplex(word_counts, groups)), objective
+
+
+def _clipped_simplex(stats: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """Rows of max(stats + shift, 0), normalised; a row with nothing left keeps its largest statistic
+    (document latents)."""
+    x = (stats + shift).clamp_min(0)
+    empty = x.sum(-1) <= 0
+    if bool(empty.any()):
+        onehot = torch.zeros_like(x)
+        onehot.scatter_(-1, stats.argmax(-1, keepdim=True), 1.0)
+        x = torch.where(empty[:, None], onehot, x)
+    return _normalise_rows(x)
+
+
+def _log_of_positive(x: torch.Tensor) -> torch.Tensor:
+    """log x where x > 0 and 0 where x == 0 (the clipped entries' (a − 1) log 0 terms are dropped)."""
+    return torch.where(x > 0, torch.log(x.clamp_min(_TINY)), torch.zeros_like(x))
+
+
+def map_log_posterior(
+    model: DCAModel, data: DCAData, state: PointState, hyper: dict[str, torch.Tensor]
+) -> torch.Tensor:
+    """log p(W, latent, Θ) of the bag model; equals the Pyro trace's ``log_prob_sum`` when every entry > 0.
+
+    Entries clipped to exactly 0 (possible only with α < 1 or γ < 1) drop their (a − 1) log 0 term.
+    """
+    doc, theta = state.doc_latent, state.topic_word
+    alpha, gamma = hyper["alpha"], hyper["gamma"]
+    n_components, n_docs = theta.shape[0], doc.shape[0]
+    # log Dirichlet(θ_k | γ) summed over components (one Dirichlet per group when grouped)
+    groups = hyper.get("groups")
+    gamma_totals = gamma.sum() if groups is None else group_totals(gamma, groups, int(groups.max()) + 1)
+    lp_theta = n_components * (torch.lgamma(gamma_totals).sum() - torch.lgamma(gamma).sum())
+    lp_theta = lp_theta + ((gamma - 1) * _log_of_positive(theta)).sum()
+    if isinstance(model, DirichletDCA):
+        # log Dirichlet(m_(i) | α) summed over documents
+        lp_doc = n_docs * (torch.lgamma(alpha.sum()) - torch.lgamma(alpha).sum())
+        lp_doc = lp_doc + ((alpha - 1) * _log_of_positive(doc)).sum()
+    else:
+        beta = hyper["beta"]
+        # log Gamma(l_k | α_k, β_k) (rate) summed over documents and components
+        lp_doc = alpha * torch.log(beta) - torch.lgamma(alpha) + (alpha - 1) * _log_of_positive(doc) - beta * doc
+        lp_doc = lp_doc.sum()
+    return lp_theta + lp_doc + doc_loglik(model, data, theta, doc).sum()
+
+
+def map_dm_step(
+    data: DCAData, state: PointState, hyper: dict[str, torch.Tensor]
+) -> tuple[PointState, torch.Tensor]:
+    """One EM step for the MAP of DirichletDCA's (m, Θ) (digest §1.8): m ∝ max(E[c] + α − 1, 0),
+    θ_·k ∝ max(S_·k + γ − 1, 0). Returns the new state and the rates at the input state."""
+    rates = _rates(data, state.doc_latent, state.topic_word)
+    doc_counts, word_counts = expected_counts(data, state.doc_latent, state.topic_word, data.values / rates)
+    new_m = _clipped_simplex(doc_counts, hyper["alpha"] - 1)
+    new_theta = theta_simplex((word_counts + hyper["gamma"] - 1).clamp_min(0), hyper.get("groups"))
+    return PointState(new_m, new_theta), rates
+
+
+def map_gap_step(
+    data: DCAData, state: PointState, hyper: dict[str, torch.Tensor]
+) -> tuple[PointState, torch.Tensor]:
+    """One EM step for the MAP of GammaPoissonDCA's (l, Θ) (digest §1.8).
+
+    l_k ← max(E[c_k] + α_k − 1, 0)/(1 + β_k) (with α = 1, β = 0 the NMF score update) and
+    θ_·k ∝ max(S_·k + γ − 1, 0). Returns the new state and the rates at the input state.
+    """
+    rates = _rates(data, state.doc_latent, state.topic_word)
+    doc_counts, word_counts = expected_counts(data, state.doc_latent, state.topic_word, data.values / rates)
+    scores = (doc_counts + hyper["alpha"] - 1).clamp_min(0) / (1 + hyper["beta"])
+    dead = scores.sum(-1) <= 0
+    if bool(dead.any()):
+        # every score clipped: keep the strongest component so the document still has a rate
+        keep = torch.zeros_like(scores).scatter_(-1, doc_counts.argmax(-1, keepdim=True), 1.0)
+        scores = torch.where(dead[:, None], keep * doc_counts / (1 + hyper["beta"]), scores)
+    return PointState(scores, theta_simplex((word_counts + hyper["gamma"] - 1).clamp_min(0))), rates
+
+
+_MapStep = Callable[[DCAData, PointState, dict[str, torch.Tensor]], tuple[PointState, torch.Tensor]]
+_MAP_STEPS: dict[type, _MapStep] = {DirichletDCA: map_dm_step, GammaPoissonDCA: map_gap_step}
+
+
+# ----------------------------------------------------------------------------------------- init
+def point_init(model: DCAModel, data: DCAData, generator: torch.Generator, scores: bool) -> PointState:
+    """Θ with Dirichlet(1)-random rows; doc latent uniform: l_k = L/K (scores) or m_k = 1/K."""
+    K, J = model.n_components, data.n_features
+    e = -torch.log(torch.rand(K, J, generator=generator, dtype=data.dtype, device=data.device).clamp_min(_TINY))
+    theta = theta_simplex(e, model_groups(model, data))
+    if scores:
+        doc = (data.doc_lengths / K)[:, None].expand(-1, K).clone()
+    else:
+        doc = torch.full((data.n_documents, K), 1.0 / K, dtype=data.dtype, device=data.device)
+    return PointState(doc, theta)
+
+
+def _init_state(init: Any, model: DCAModel, data: DCAData, scores: bool) -> PointState:
+    """A user-given start: a PointState or a pair (doc_latent (I, K), topic_word (K, J)) of arrays."""
+    if isinstance(init, PointState):
+        doc, theta = init.doc_latent, init.topic_word
+    elif isinstance(init, (tuple, list)) and len(init) == 2:
+        doc, theta = init
+    else:
+        raise DataError(
+            "init must be a PointState or a pair (doc_latent, topic_word) of arrays; got "
+            f"{type(init).__name__}. Pass e.g. init=(W0, H0)."
+        )
+    kw: dict[str, Any] = {"dtype": data.dtype, "device": data.device}
+    doc = torch.as_tensor(np.asarray(doc, dtype=np.float64), **kw)
+    theta = torch.as_tensor(np.asarray(theta, dtype=np.float64), **kw)
+    K = model.n_components
+    if doc.shape != (data.n_documents, K) or theta.shape != (K, data.n_features):
+        raise DataError(
+            f"init must hold doc_latent of shape {(data.n_documents, K)} and topic_word of shape "
+            f"{(K, data.n_features)}; got {tuple(doc.shape)} and {tuple(theta.shape)}."
+        )
+    if not (torch.isfinite(doc).all() and torch.isfinite(theta).all()) or (doc < 0).any() or (theta < 0).any():
+        raise DataError("init must hold finite non-negative values; got a negative or non-finite entry.")
+    if (theta.sum(-1) <= 0).any():
+        raise DataError("init topic_word has a row with no mass; every component needs a positive sum.")
+    groups = model_groups(model, data)
+    scale = theta.sum(-1)
+    theta = theta / scale[:, None] if groups is None else theta_simplex(theta, groups)
+    if scores:
+        doc = doc * scale  # keep the product doc @ topic_word
+    else:
+        doc = _normalise_rows(doc)
+    return PointState(doc, theta)
+
+
+# ----------------------------------------------------------------------------------------- drivers
+def _check_int(name: str, v: Any, low: int = 1) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise DataError(f"{name} must be an integer ≥ {low}; got {v!r}.")
+
+
+def _run(
+    model: DCAModel,
+    data: DCAData,
+    step: Callable[[PointState], tuple[PointState, float]],
+    *,
+    scores: bool,
+    init: Any,
+    n_restarts: int,
+    seed: Any,
+    device: Any,
+    max_iter: int,
+    tol: float,
+    desc: str,
+    progress: bool | None,
+    warn: bool,
+) -> tuple[Any, list[float]]:
+    _check_int("n_restarts", n_restarts)
+    _check_int("max_iter", max_iter)
+    if not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and tol >= 0):
+        raise DataError(f"tol must be a non-negative number; got {tol!r}.")
+    gens = chain_generators(seed, n_restarts, device)
+    runs = []
+    for r in range(n_restarts):
+        start = _init_state(init, model, data, scores) if (init is not None and r == 0) else point_init(
+            model, data, gens[r], scores
+        )
+        run = run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=desc, progress=progress, warn=warn,
+                            remedies="raise max_iter, loosen tol, or use n_restarts > 1")
+        run.info["restart"] = r
+        runs.append(run)
+    return best_run(runs), [r.objective for r in runs]
+
+
+def _posterior(
+    model: DCAModel,
+    data: DCAData,
+    run: Any,
+    method: str,
+    restart_objectives: list[float],
+    *,
+    hyperparameters: dict[str, Any],
+    diagnostics: dict[str, Any],
+    extras: dict[str, np.ndarray],
+) -> Posterior:
+    state: PointState = run.state
+    to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
+    dims, coords = dims_and_coords(model, data)
+    loglik = doc_loglik(model, data, state.topic_word, state.doc_latent)
+    return Posterior(
+        model=type(model).__name__,
+        method=method,
+        dims=dims,
+        coords=coords,
+        trace=run.trace,
+        fitted={
+            "topic_word": {"family": "point", "value": to_np(state.topic_word)},
+            model.doc_site: {"family": "point", "value": to_np(state.doc_latent)},
+        },
+        diagnostics={
+            "converged": run.converged,
+            "interrupted": run.interrupted,
+            "n_iter": run.n_iter,
+            "objective": run.objective,
+            "restart_objectives": restart_objectives,
+            "best_restart": run.info["restart"],
+            "observation_dim": "document",
+            **diagnostics,
+        },
+        log_likelihood=to_np(loglik)[None, None, :],
+        extras={"kept_documents": data.counts.kept_documents, "doc_lengths": data.counts.doc_lengths, **extras},
+        hyperparameters=hyperparameters,
+    )
+
+
+
+
+def fit_nmf_kl(
+    model: GammaPoissonDCA,
+    X: Any,
+    *,
+    schedule: str = "em",
+    max_iter: int = 500,
+    tol: float = 1e-6,
+    n_restarts: int = 1,
+    init: Any = None,
+    seed: int | torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: str | torch.device = "cpu",
+    empty_documents: str = "error",
+    progress: bool | None = None,
+    warn: bool = True,
+) -> Posterior:
+    """KL-NMF by Lee–Seung multiplicative updates = GaP maximum likelihood with α = β = 0 (Lemma 2).
+
+    ``latentfs.fit(GammaPoissonDCA(K), X, method="nmf_kl")``; the model's α, β and γ are not used (no
+    priors: this is maximum likelihood of the scores and Θ jointly, which the chapter warns overfits
+    more easily than the marginal likelihood).
+
+    Parameters
+    ----------
+    schedule : {"em", "alternating"}
+        ``"em"``: both factors from the same ratios (the chapter's rewrite rules; equal to PLSI EM with
+        l = L m). ``"alternating"``: scores then Θ, as scikit-learn's ``NMF(solver="mu")``.
+    max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
+    n_restarts : int
+        Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
+    init : PointState or (doc_latent, topic_word), optional
+        Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
+    seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
+
+    Returns
+    -------
+    Posterior
+        Point sites ``topic_word`` (Θ, rows sum to 1) and ``doc_scores`` (l, NMF's W rescaled by Θ's row
+        sums, so that ``doc_scores @ topic_word`` is NMF's W H). ``trace`` is the Poisson
+        log-likelihood (eq. 2) per iteration; ``diagnostics["kl_divergence"]`` is Lee & Seung's cost
+        D(X ‖ W H) at the result.
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> X = latentfs.GammaPoissonDCA(2, alpha=1.0, beta=0.05).simulate(30, 12, seed=0)["counts"]
+    >>> result = latentfs.fit(latentfs.GammaPoissonDCA(2), X, method="nmf_kl", seed=0, warn=False)
+    >>> bool((np.diff(result.trace[0]) >= -1e-9).all())
+    True
+    >>> np.allclose(result.mean("doc_scores").sum(1), X.sum(1))  # Σ_k l_k = L after an l-update
+    True
+    """
+    if schedule not in NMF_SCHEDULES:
+        raise DataError(f"schedule must be one of {sorted(NMF_SCHEDULES)}; got {schedule!r}.")
+    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
+    model = resolve_model(model, data)  # type: ignore[assignment]
+
+    def step(s: PointState) -> tuple[PointState, float]:
+        new, objective = nmf_step(data, s, schedule)
+        return new, float(objective)
+
+    run, objectives = _run(model, data, step, scores=True, init=init, n_restarts=n_restarts, seed=seed,
+                           device=device, max_iter=max_iter, tol=tol, desc="KL-NMF", progress=progress, warn=warn)
+    state: PointState = run.state
+    return _posterior(
+        model, data, run, "nmf_kl", objectives,
+        hyperparameters={"n_components": model.n_components,
+                         "prior": "none: maximum likelihood, GaP with alpha = beta = 0 (Lemma 2)"},
+        diagnostics={"schedule": schedule, "kl_divergence": kl_divergence(data, state.doc_latent, state.topic_word),
+                     "objective_name": "Poisson log-likelihood (eq. 2), alpha = beta = 0"},
+        extras={"component_counts": state.doc_latent.detach().cpu().numpy()},
+    )
+
+
+def fit_plsi(
+    model: DirichletDCA,
+    X: Any,
+    *,
+    tempering: float = 1.0,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+    n_restarts: int = 1,
+    init: Any = None,
+    seed: int | torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: str | torch.device = "cpu",
+    empty_documents: str = "error",
+    progress: bool | None = None,
+    warn: bool = True,
+) -> Posterior:
+    """PLSI by EM, asymmetric form (Hofmann 1999; digest §1.8): the non-Bayesian LDA.
+
+    ``latentfs.fit(DirichletDCA(K), X, method="plsi_em")``; α and γ are not used (PLSI has no priors;
+    with α = γ = 1 it is the MAP of DirichletDCA, ``method="map"``).
+
+    Parameters
+    ----------
+    tempering : float in (0, 1]
+        τ of tempered EM (Hofmann 2001): responsibilities ∝ (θ_jk m_k)^τ. 1 is plain EM, the only
+        value for which the log-likelihood is guaranteed not to decrease. For the validation-driven
+        schedule of τ use :class:`latentfs.inference.plsa.em.PLSATransformer`.
+    max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
+    n_restarts : int
+        Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
+    init : PointState or (doc_latent, topic_word), optional
+        Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
+    seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
+
+    Returns
+    -------
+    Posterior
+        Point sites ``topic_word`` (P(w | z)) and ``doc_topic`` (P(z | d)); ``trace`` is the multinomial
+        log-likelihood Σ_i log p(w_(i) | m_(i), Θ) of eq. (4) (multinomial coefficient included).
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> X = latentfs.DirichletDCA(2, alpha=0.5).simulate(30, 12, doc_length=40, seed=0)["counts"]
+    >>> result = latentfs.fit(latentfs.DirichletDCA(2), X, method="plsi_em", seed=0, warn=False)
+    >>> np.allclose(result.mean("doc_topic").sum(1), 1.0)
+    True
+    """
+    if isinstance(tempering, bool) or not isinstance(tempering, (int, float)) or not 0 < tempering <= 1:
+        raise DataError(f"tempering must be a number in (0, 1]; got {tempering!r}. Use 1 for plain EM.")
+    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
+    model = resolve_model(model, data)  # type: ignore[assignment]
+    coef = float((log_length_factorials(model, data) - data.log_factorials).sum())
+    groups = model_groups(model, data)
+
+    def step(s: PointState) -> tuple[PointState, float]:
+        new, objective = plsi_step(data, s, float(tempering), groups)
+        return new, float(objective) + coef
+
+    run, objectives = _run(model, data, step, scores=False, init=init, n_restarts=n_restarts, seed=seed,
+                           device=device, max_iter=max_iter, tol=tol, desc="PLSI EM", progress=progress, warn=warn)
+    state: PointState = run.state
+    return _posterior(
+        model, data, run, "plsi_em", objectives,
+        hyperparameters={"n_components": model.n_components, "prior": "none: maximum likelihood (PLSI)",
+                         "tempering": float(tempering)},
+        diagnostics={"objective_name": "multinomial log-likelihood (eq. 4)"},
+        extras={"component_counts": (state.doc_latent * data.doc_lengths[:, None]).detach().cpu().numpy()},
+    )
+
+
+def _hyper(model: DCAModel, data: DCAData) -> dict[str, torch.Tensor]:
+    kw: dict[str, Any] = {"dtype": data.dtype, "device": data.device}
+    out = {"alpha": torch.as_tensor(model.alpha, **kw),
+           "gamma": torch.as_tensor(model.gamma_vector(data.n_features), **kw)}
+    if isinstance(model, GammaPoissonDCA):
+        out["beta"] = torch.as_tensor(model.beta, **kw)
+    groups = model_groups(model, data)
+    if groups is not None:
+        out["groups"] = groups
+    return out
+
+
+def fit_map(
+    model: DCAModel,
+    X: Any,
+    *,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+    n_restarts: int = 1,
+    init: Any = None,
+    seed: int | torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: str | torch.device = "cpu",
+    empty_documents: str = "error",
+    progress: bool | None = None,
+    warn: bool = True,
+) -> Posterior:
+    """MAP of the document latents and Θ jointly, by EM (digest §1.8; module docstring).
+
+    ``latentfs.fit(model, X, method="map")`` for :class:`DirichletDCA` (m, Θ) or
+    :class:`GammaPoissonDCA` (l, Θ). The objective is the model's log joint p(W, latent, Θ), which
+    never decreases when every α_k ≥ 1 and γ_j ≥ 1; smaller values clip entries to 0 (module docstring).
+    max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
+    n_restarts : int
+        Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
+    init : PointState or (doc_latent, topic_word), optional
+        Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
+    seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
+
+    Returns
+    -------
+    Posterior
+        Point sites ``topic_word`` and ``doc_topic`` / ``doc_scores``; ``trace`` is the log joint.
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> model = latentfs.DirichletDCA(2, alpha=1.0, gamma=1.0)
+    >>> X = model.simulate(30, 12, doc_length=40, seed=0)["counts"]
+    >>> result = latentfs.fit(model, X, method="map", seed=0, warn=False)
+    >>> bool((np.diff(result.trace[0]) >= -1e-9).all())
+    True
+    """
+    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
+    model = resolve_model(model, data)
+    hyper = _hyper(model, data)
+    map_step = _MAP_STEPS[type(model)]
+
+    def step(s: PointState) -> tuple[PointState, float]:
+        new, _ = map_step(data, s, hyper)
+        return new, float(map_log_posterior(model, data, s, hyper))
+
+    scores = isinstance(model, GammaPoissonDCA)
+    run, objectives = _run(model, data, step, scores=scores, init=init, n_restarts=n_restarts, seed=seed,
+                           device=device, max_iter=max_iter, tol=tol, desc=f"{type(model).__name__} MAP",
+                           progress=progress, warn=warn)
+    state: PointState = run.state
+    boundary = bool((hyper["alpha"] < 1).any() or (hyper["gamma"] < 1).any())
+    comp = state.doc_latent if scores else state.doc_latent * data.doc_lengths[:, None]
+    return _posterior(
+        model, data, run, "map", objectives,
+        hyperparameters=model.hyperparameters(),
+        diagnostics={"objective_name": "log joint p(W, latent, Theta)", "clipped_priors": boundary,
+                     "zero_doc_entries": int((state.doc_latent == 0).sum()),
+                     "zero_topic_word_entries": int((state.topic_word == 0).sum())},
+        extras={"component_counts": comp.detach().cpu().numpy()},
+    )
+
+
+@register(GammaPoissonDCA, "nmf_kl")
+def _nmf_gap(model: GammaPoissonDCA, X: Any, **options: Any) -> Posterior:
+    return fit_nmf_kl(model, X, **options)
+
+
+@register(DirichletDCA, "plsi_em")
+def _plsi_dm(model: DirichletDCA, X: Any, **options: Any) -> Posterior:
+    return fit_plsi(model, X, **options)
+
+
+@register(DirichletDCA, "map")
+def _map_dm(model: DirichletDCA, X: Any, **options: Any) -> Posterior:
+    return fit_map(model, X, **options)
+
+
+@register(GammaPoissonDCA, "map")
+def _map_gap(model: GammaPoissonDCA, X: Any, **options: Any) -> Posterior:
+    return fit_map(model, X, **options)

@@ -1,0 +1,35 @@
+"""Factor analysis and mixtures of factor analysers: the engines of :mod:`latentfs.models.factor`.
+
+* :mod:`~latentfs.inference.factor.em` EM (exact missing-data E-step) and MAP for FA, EM for MFA;
+  :mod:`~latentfs.inference.factor.gibbs` Gibbs for Bayesian FA;
+* :mod:`~latentfs.inference.factor.weights` loadings and communalities as feature weights, rotations.
+
+Importing this package registers every engine of the family with :func:`latentfs.fit`.
+"""
+
+import importlib
+import pkgutil
+
+from latentfs.inference.factor.weights import (
+    bootstrap_draws,
+    communalities,
+    loading_weights,
+    promax,
+    quartimax,
+    rotate,
+    varimax,
+)
+
+__all__ = [
+    "bootstrap_draws",
+    "communalities",
+    "loading_weights",
+    "promax",
+    "quartimax",
+    "rotate",
+    "varimax",
+]
+
+# Engines register themselves on import.
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")

@@ -1,0 +1,955 @@
+"""EM and MAP for factor analysis (with missing values, priors and constraints) and EM for MFA.
+
+Factor analysis by EM (Dempster, Laird & Rubin 1977, as presented by Titterington 2006; the factor-
+analysis updates are Rubin & Thayer 1982), in the augmented form of Gruber & Weiss (2006, eqs. 3-8)
+with z̃ = (z, 1) and w̃_j = (w_j, μ_j):
+
+* E-step (per missingness pattern o, Gruber & Weiss eq. 3-6 with zero precision on missing entries):
+  ``M_o = I + W_o^t Λ_o^{-1} W_o``, ``V_o = M_o^{-1}``, ``E[z|y_o] = V_o W_o^t Λ_o^{-1}(y_o − μ_o)``,
+  ``E[zz^t|y_o] = V_o + E[z]E[z]^t``. Rows are grouped by pattern: M_o is factorised once per pattern.
+* M-step, feature by feature over the rows where feature j is observed (Gruber & Weiss eq. 7-8, the
+  exact form that keeps the covariance of z̃; ``A_j = Σ y_nj E[z̃_n]``, ``B_j = Σ E[z̃_n z̃_n^t]``):
+  ``w̃_j = A_j B_j^{-1}`` and ``λ_j = (Σ y_nj² − w̃_j·A_j) / n_j``.
+  With a Gaussian prior on the loadings, an inverse-gamma prior on λ_j, or linear constraints
+  ``C_j w_j = c_j``, w̃_j solves the constrained ridge problem by its KKT system and λ_j is updated
+  given w̃_j (an ECM step, still monotone; Gruber & Weiss's structure prior, eq. 11, in MAP form).
+* With nothing missing the statistics depend on the data only through the mean and the covariance
+  (one d × d product per iteration, no pass over the rows), and starting from μ = ȳ the iterates are
+  those of plain Rubin–Thayer EM.
+
+The objective reported per iteration (``Posterior.trace``) is the log-likelihood of the observed
+entries (plus the log prior for ``"map"``) *at the input parameters*; it is non-decreasing.
+
+Mixtures of factor analysers: Ghahramani & Hinton (1996), as listed by Titterington (2006).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
+from latentfs.core.driver import best_run, chain_generators, make_generator, run_optimizer
+from latentfs.core.registry import register
+from latentfs.core.results import Posterior
+from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
+
+__all__ = [
+    "FAParams",
+    "FAData",
+    "MFAParams",
+    "prepare_fa_data",
+    "fa_estep",
+    "factor_posterior",
+    "fa_mstep",
+    "fa_log_prior",
+    "fa_initial_params",
+    "mfa_estep",
+    "mfa_mstep",
+    "em_factor_analysis",
+    "map_factor_analysis",
+    "em_mixture_of_factor_analyzers",
+]
+
+_LOG_2PI = math.log(2 * math.pi)
+
+
+# ---------------------------------------------------------------------------------------------- state
+@dataclass
+class FAParams:
+    """Factor-analysis parameters (the EM state).
+
+    Attributes
+    ----------
+    loadings : Tensor (n_features, n_factors)
+        W (Titterington), A = S^t (Gruber & Weiss).
+    noise_variance : Tensor (n_features,)
+        diag Λ (Ψ in Gruber & Weiss).
+    mean : Tensor (n_features,)
+        μ.
+    """
+
+    loadings: torch.Tensor
+    noise_variance: torch.Tensor
+    mean: torch.Tensor
+
+    def numpy(self) -> dict[str, np.ndarray]:
+        return {
+            "loadings": self.loadings.cpu().numpy(),
+            "noise_variance": self.noise_variance.cpu().numpy(),
+            "mean": self.mean.cpu().numpy(),
+        }
+
+
+@dataclass
+class FAData:
+    """Data prepared once for the E-step.
+
+    Attributes
+    ----------
+    values : Tensor (n, d); 0 where missing.
+    observed : Tensor (n, d) of 0/1, or None when nothing is missing.
+    patterns : Tensor (P, d) of 0/1, the distinct missingness patterns; pattern_of_row : (n,) long.
+    pattern_counts : Tensor (P,), rows per pattern.
+    count : Tensor (d,), rows observing each feature (n_j).
+    sum_squares : Tensor (d,), Σ_n y_nj² over observed entries.
+    values_sq : Tensor (n, d), y² (0 where missing); kept when entries are missing.
+    col_mean, col_cov : Tensor (d,), (d, d); complete data only: ȳ and the biased covariance S.
+    """
+
+    values: torch.Tensor
+    observed: torch.Tensor | None
+    patterns: torch.Tensor
+    pattern_of_row: torch.Tensor
+    pattern_counts: torch.Tensor
+    count: torch.Tensor
+    sum_squares: torch.Tensor
+    col_mean: torch.Tensor | None = None
+    col_cov: torch.Tensor | None = None
+    values_sq: torch.Tensor | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.values.shape[0])
+
+
+@dataclass
+class EStats:
+    """Expected sufficient statistics of one E-step (additive over row shards).
+
+    ``A`` (d, q+1): Σ_n y_nj E[z̃_n]; ``B`` (d, q+1, q+1) or (q+1, q+1) when shared by all features:
+    Σ_n E[z̃_n z̃_n^t] over rows observing j; ``loglik``: Σ_n log p(y_n,o).
+    """
+
+    A: torch.Tensor
+    B: torch.Tensor
+    loglik: torch.Tensor
+
+
+def prepare_fa_data(values: np.ndarray, *, dtype: torch.dtype, device: Any, use_moments: bool = True) -> FAData:
+    """Group rows by missingness pattern and precompute the per-feature sums (and moments if complete)."""
+    nan = np.isnan(values)
+    X = torch.as_tensor(np.where(nan, 0.0, values), dtype=dtype, device=device)
+    n, d = values.shape
+    if not nan.any():
+        patterns = torch.ones(1, d, dtype=dtype, device=device)
+        of_row = torch.zeros(n, dtype=torch.long, device=device)
+        counts = torch.tensor([float(n)], dtype=dtype, device=device)
+        observed = None
+    else:
+        pats, inverse, cnt = np.unique(~nan, axis=0, return_inverse=True, return_counts=True)
+        patterns = torch.as_tensor(pats, dtype=dtype, device=device)
+        of_row = torch.as_tensor(inverse.reshape(-1), dtype=torch.long, device=device)
+        counts = torch.as_tensor(cnt, dtype=dtype, device=device)
+        observed = torch.as_tensor(~nan, dtype=dtype, device=device)
+    data = FAData(
+        values=X,
+        observed=observed,
+        patterns=patterns,
+        pattern_of_row=of_row,
+        pattern_counts=counts,
+        count=(patterns * counts[:, None]).sum(0),
+        sum_squares=(X * X).sum(0),
+        values_sq=None if observed is None else X * X,
+    )
+    if observed is None and use_moments:
+        mean = X.mean(0)
+        Xc = X - mean
+        data.col_mean = mean
+        data.col_cov = Xc.T @ Xc / n
+    return data
+
+
+# ---------------------------------------------------------------------------------------------- E-step
+def _unpack_symmetric(packed: torch.Tensor, size: int) -> torch.Tensor:
+    """(..., size(size+1)/2) upper-triangle entries -> (..., size, size) symmetric matrices."""
+    rows, cols = torch.triu_indices(size, size, device=packed.device)
+    out = torch.zeros(packed.shape[:-1] + (size, size), dtype=packed.dtype, device=packed.device)
+    out[..., rows, cols] = packed
+    out[..., cols, rows] = packed
+    return out
+
+
+def _pack_outer(a: torch.Tensor) -> torch.Tensor:
+    """Upper-triangle entries of a_i a_iᵗ for each row of ``a`` (m, k) -> (m, k(k+1)/2)."""
+    rows, cols = torch.triu_indices(a.shape[1], a.shape[1], device=a.device)
+    return a[:, rows] * a[:, cols]
+
+
+def posterior_precision(loadings: torch.Tensor, noise_variance: torch.Tensor, patterns: torch.Tensor) -> torch.Tensor:
+    """M_o = I + W_o^t Λ_o^{-1} W_o for each pattern (P, q, q); Gruber & Weiss eq. (3) with σ_x = 1.
+
+    One product (P × d) @ (d × q(q+1)/2) over the packed symmetric outer products w_j w_jᵗ / λ_j.
+    """
+    q = loadings.shape[1]
+    packed = _pack_outer(loadings) / noise_variance[:, None]
+    eye = torch.eye(q, dtype=loadings.dtype, device=loadings.device)
+    return eye + _unpack_symmetric(patterns @ packed, q)
+
+
+def _estep_moments(params: FAParams, data: FAData) -> tuple[EStats, torch.Tensor, torch.Tensor]:
+    """E-step from the mean and covariance (complete data): O(d² q) per iteration."""
+    W, psi, mu = params.loadings, params.noise_variance, params.mean
+    n, q = data.n_samples, W.shape[1]
+    S, ybar = data.col_cov, data.col_mean
+    if S is None or ybar is None:  # internal invariant: only called on complete data
+        raise RuntimeError("_estep_moments needs the moments of complete data")
+    delta = ybar - mu
+    T = S + torch.outer(delta, delta)  # (1/n) Σ r_n r_n^t with r_n = y_n − μ
+    Wp = W / psi[:, None]  # Λ^{-1} W
+    M = torch.eye(q, dtype=W.dtype, device=W.device) + W.T @ Wp
+    L = torch.linalg.cholesky(M)
+    V = torch.cholesky_inverse(L)
+    beta = V @ Wp.T  # (q, d): E[z|y] = β (y − μ)
+    TbT = T @ beta.T  # (d, q)
+    Ez_sum = beta @ delta  # (1/n) Σ E[z_n]
+    B = torch.empty(q + 1, q + 1, dtype=W.dtype, device=W.device)
+    B[:q, :q] = V + beta @ TbT
+    B[:q, q] = Ez_sum
+    B[q, :q] = Ez_sum
+    B[q, q] = 1.0
+    A = torch.cat([(S + torch.outer(ybar, delta)) @ beta.T, ybar[:, None]], dim=1)
+    logdet = 2 * torch.log(torch.diagonal(L)).sum() + torch.log(psi).sum()
+    # tr(Σ^{-1} T) with Σ^{-1} = Λ^{-1} − Λ^{-1} W V W^t Λ^{-1} (Woodbury)
+    trace = (torch.diagonal(T) / psi).sum() - (TbT * Wp).sum()
+    loglik = -0.5 * n * (W.shape[0] * _LOG_2PI + logdet + trace)
+    return EStats(A=n * A, B=n * B, loglik=loglik), V[None], beta
+
+
+def factor_posterior(params: FAParams, data: FAData) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Posterior of the factors and the marginal log-likelihood of each row (Gruber & Weiss eqs. 3-6).
+
+    Returns V_o per pattern (P, q, q), E[z_n | y_n,o] (n, q) and log p(y_n,o | θ) (n,), where
+    log p(y_o) = −½(|o| log 2π + log|M_o| + Σ_{j∈o} log λ_j + r_oᵗΛ_o^{-1}r_o − b_oᵗ V_o b_o),
+    r_o = y_o − μ_o, b_o = W_oᵗ Λ_o^{-1} r_o (matrix determinant lemma and Woodbury).
+    """
+    W, psi, mu = params.loadings, params.noise_variance, params.mean
+    obs = data.observed
+    L = torch.linalg.cholesky(posterior_precision(W, psi, data.patterns))
+    eye = torch.eye(W.shape[1], dtype=W.dtype, device=W.device)
+    V = torch.cholesky_solve(eye.expand_as(L), L)
+    logdet_M = 2 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
+    Wp = W / psi[:, None]
+    if obs is None:
+        R = data.values - mu
+        b = R @ Wp  # W_oᵗ Λ_o^{-1} r_o
+        Ez = b @ V[0]
+        logdet = logdet_M[0] + torch.log(psi).sum()
+        n_obs: Any = float(W.shape[0])
+        quad = (R * R / psi).sum(1)
+    else:
+        # r_o = y_o − μ_o expanded, so that no (n, d) temporary is formed: products with the mask only
+        values_sq = data.values_sq if data.values_sq is not None else data.values * data.values
+        b = data.values @ Wp - obs @ (mu[:, None] * Wp)
+        Ez = (V[data.pattern_of_row] @ b[:, :, None]).squeeze(-1)
+        logdet = logdet_M[data.pattern_of_row] + obs @ torch.log(psi)
+        n_obs = obs.sum(1)
+        quad = values_sq @ (1.0 / psi) - 2 * data.values @ (mu / psi) + obs @ (mu * mu / psi)
+    quad = quad - (b * Ez).sum(1)
+    return V, Ez, -0.5 * (n_obs * _LOG_2PI + logdet + quad)
+
+
+def _estep_patterns(params: FAParams, data: FAData) -> tuple[EStats, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """E-step row by row, grouped by missingness pattern (any data): O(n d q²) per iteration.
+
+    Returns the statistics, V per pattern (P, q, q), E[z|y] per row (n, q) and log p(y_n,o) per row.
+    """
+    W = params.loadings
+    q = W.shape[1]
+    obs = data.observed
+    V, Ez, ll_rows = factor_posterior(params, data)
+    n = Ez.shape[0]
+    ones = torch.ones(n, 1, dtype=W.dtype, device=W.device)
+    Ezt = torch.cat([Ez, ones], dim=1)
+    A = data.values.T @ Ezt  # missing entries of values are 0
+    # E[z̃z̃ᵗ] = [[V + E[z]E[z]ᵗ, E[z]], [E[z]ᵗ, 1]], packed (upper triangle), summed over rows observing j
+    rows, cols = torch.triu_indices(q + 1, q + 1, device=W.device)
+    Vpad = torch.zeros(V.shape[0], q + 1, q + 1, dtype=W.dtype, device=W.device)
+    Vpad[:, :q, :q] = V
+    Vpacked = Vpad[:, rows, cols]
+    outer = _pack_outer(Ezt)
+    if obs is None:
+        B = _unpack_symmetric(outer.sum(0) + data.pattern_counts[0] * Vpacked[0], q + 1)
+    elif data.patterns.shape[0] * 2 > n:
+        # (almost) one pattern per row: fold V into the per-row sum, one product over rows
+        B = _unpack_symmetric(obs.T @ (outer + Vpacked[data.pattern_of_row]), q + 1)
+    else:
+        B = _unpack_symmetric(obs.T @ outer + data.patterns.T @ (data.pattern_counts[:, None] * Vpacked), q + 1)
+    return EStats(A=A, B=B, loglik=ll_rows.sum()), V, Ez, ll_rows
+
+
+def fa_estep(params: FAParams, data: FAData, *, use_moments: bool = True) -> EStats:
+    """Expected sufficient statistics and the observed-data log-likelihood at ``params``.
+
+    Complete data with ``use_moments`` uses the covariance form; otherwise the per-pattern form.
+    """
+    if use_moments and data.col_cov is not None:
+        return _estep_moments(params, data)[0]
+    return _estep_patterns(params, data)[0]
+
+
+# ---------------------------------------------------------------------------------------------- M-step
+@dataclass
+class _MStepSpec:
+    """What the M-step needs besides the statistics: prior precisions, IG prior, constraints, floor."""
+
+    prior_precision: torch.Tensor | None  # (q+1,) diagonal of the Gaussian prior precision on w̃_j
+    noise_shape: float | None
+    noise_scale: float | None
+    constraint_matrix: torch.Tensor | None  # (d, r, q+1)
+    constraint_target: torch.Tensor | None  # (d, r)
+    constraint_inactive: torch.Tensor | None  # (d, r) 1.0 where inactive
+    noise_floor: torch.Tensor  # (d,)
+
+
+def _rows_ml(stats: EStats, spec: _MStepSpec, psi: torch.Tensor) -> torch.Tensor:
+    """w̃_j = A_j B_j^{-1} (Gruber & Weiss eq. 7, exact form)."""
+    if stats.B.ndim == 2:
+        return torch.linalg.solve(stats.B, stats.A.T).T  # B symmetric: (B^{-1} A^t)^t = A B^{-1}
+    return torch.linalg.solve(stats.B, stats.A[:, :, None]).squeeze(-1)
+
+
+def _rows_kkt(stats: EStats, spec: _MStepSpec, psi: torch.Tensor) -> torch.Tensor:
+    """argmin ½ λ_j^{-1}(w̃^t B_j w̃ − 2 A_j w̃) + ½ w̃^t P w̃ subject to C̃_j w̃ = c_j (KKT system)."""
+    d, q1 = stats.A.shape
+    B = stats.B.expand(d, q1, q1) if stats.B.ndim == 2 else stats.B
+    H = B / psi[:, None, None]
+    if spec.prior_precision is not None:
+        H = H + torch.diag(spec.prior_precision)
+    g = stats.A / psi[:, None]
+    if spec.constraint_matrix is None or spec.constraint_target is None or spec.constraint_inactive is None:
+        return torch.linalg.solve(H, g[:, :, None]).squeeze(-1)
+    C = spec.constraint_matrix
+    r = C.shape[1]
+    K = torch.zeros(d, q1 + r, q1 + r, dtype=H.dtype, device=H.device)
+    K[:, :q1, :q1] = H
+    K[:, :q1, q1:] = C.transpose(1, 2)
+    K[:, q1:, :q1] = C
+    K[:, q1:, q1:] = -torch.diag_embed(spec.constraint_inactive)
+    rhs = torch.cat([g, spec.constraint_target], dim=1)
+    return torch.linalg.solve(K, rhs[:, :, None]).squeeze(-1)[:, :q1]
+
+
+_ROW_UPDATES = {"ml": _rows_ml, "kkt": _rows_kkt}
+
+
+def expected_residual(stats: EStats, rows: torch.Tensor, data: FAData) -> torch.Tensor:
+    """Σ_n E[(y_nj − w̃_j z̃_n)²] over rows observing j, for each j (d,)."""
+    Bw = rows @ stats.B if stats.B.ndim == 2 else (stats.B @ rows[:, :, None]).squeeze(-1)
+    return data.sum_squares - 2 * (stats.A * rows).sum(1) + (rows * Bw).sum(1)
+
+
+def fa_mstep(stats: EStats, data: FAData, params: FAParams, spec: _MStepSpec, variant: str) -> FAParams:
+    """New (W, μ, λ) from the statistics: row update chosen by ``variant`` ("ml" or "kkt"), then λ."""
+    rows = _ROW_UPDATES[variant](stats, spec, params.noise_variance)
+    resid = expected_residual(stats, rows, data)
+    if spec.noise_shape is None or spec.noise_scale is None:
+        psi = resid / data.count
+    else:
+        psi = (spec.noise_scale + 0.5 * resid) / (spec.noise_shape + 1.0 + 0.5 * data.count)
+    psi = torch.maximum(psi, spec.noise_floor)
+    return FAParams(loadings=rows[:, :-1].contiguous(), noise_variance=psi, mean=rows[:, -1].contiguous())
+
+
+def fa_log_prior(model: FactorAnalysis, params: FAParams) -> torch.Tensor:
+    """log p(W) + log p(λ) + log p(μ) as declared by the model (0 for flat priors)."""
+    W = params.loadings
+    total = torch.zeros((), dtype=W.dtype, device=W.device)
+    if model.loading_scale is not None:
+        total = total + torch.distributions.Normal(0.0, model.loading_scale).log_prob(W).sum()
+    if model.noise_shape is not None:
+        ig = torch.distributions.InverseGamma(
+            torch.tensor(model.noise_shape, dtype=W.dtype), torch.tensor(model.noise_scale, dtype=W.dtype)
+        )
+        total = total + ig.log_prob(params.noise_variance).sum()
+    if model.mean_scale is not None:
+        total = total + torch.distributions.Normal(0.0, model.mean_scale).log_prob(params.mean).sum()
+    return total
+
+
+# ---------------------------------------------------------------------------------------------- validation, init
+def _validate_fa(model: Any, X: Any) -> Any:
+    if not isinstance(model, FactorAnalysis):
+        raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
+    data = as_continuous(X, missing="allow", allow_constant=False, min_samples=2)
+    n, d = data.shape
+    q = model.n_factors
+    if d < 2:
+        raise DataError(f"X must have at least 2 features for factor analysis; got {d}. Pass more columns.")
+    check_n_components(q, d - 1, name="n_factors", what=f"one less than the number of features, {d}")
+    check_n_components(q, n, name="n_factors", what=f"the number of samples, {n}")
+    if model.constraints is not None and model.constraints.n_features != d:
+        raise DataError(
+            f"constraints must have one block per feature ({d}); got {model.constraints.n_features}."
+        )
+    return data
+
+
+def _check_covariance(cov: np.ndarray, n: int, regularization: float | None) -> None:
+    """Refuse a singular sample covariance (complete data) unless a noise floor is requested."""
+    if regularization is not None:
+        return
+    d = cov.shape[0]
+    scale = np.sqrt(np.diag(cov))
+    eig = np.linalg.eigvalsh(cov / np.outer(scale, scale))
+    if eig[0] <= 1e-10 * eig[-1]:
+        rank = int((eig > 1e-10 * eig[-1]).sum())
+        why = f"fewer rows ({n}) than columns" if n <= d else "some columns are exact linear combinations of others"
+        raise DataError(
+            f"X has a singular covariance matrix (rank {rank} of {d}: {why}); maximum-likelihood factor "
+            "analysis then drives noise variances to zero. Drop redundant columns, or pass "
+            "regularization=1e-3 (a floor on each noise variance, as a fraction of its column's variance)."
+        )
+
+
+def _noise_floor(values: np.ndarray, regularization: float | None, dtype: torch.dtype, device: Any,
+                 covariance: np.ndarray | None = None) -> torch.Tensor:
+    var = np.nanvar(values, axis=0) if covariance is None else np.diag(covariance).copy()
+    frac = 1e-8 if regularization is None else float(check_positive(regularization, "regularization"))
+    return torch.as_tensor(frac * var, dtype=dtype, device=device)
+
+
+def fa_initial_params(
+    values: np.ndarray,
+    n_factors: int,
+    *,
+    init: Any,
+    generator: torch.Generator,
+    dtype: torch.dtype,
+    device: Any,
+    covariance: np.ndarray | None = None,
+) -> FAParams:
+    """Initial parameters: ``"pca"`` (principal axes of the covariance of the mean-imputed data),
+    ``"random"`` (small Gaussian loadings), or a dict with ``loadings`` and ``noise_variance``
+    (and optionally ``mean``)."""
+    d = values.shape[1]
+    if covariance is None:
+        mean = np.nanmean(values, axis=0)
+        filled = np.where(np.isnan(values), mean, values)
+        var = filled.var(0)
+    else:
+        mean, var = values.mean(0), np.diag(covariance).copy()
+    if isinstance(init, dict):
+        missing = {"loadings", "noise_variance"} - set(init)
+        if missing:
+            raise DataError(f"init must hold 'loadings' and 'noise_variance'; missing {sorted(missing)}.")
+        W = np.asarray(init["loadings"], dtype=np.float64)
+        if W.shape != (d, n_factors):
+            raise DataError(f"init['loadings'] must have shape ({d}, {n_factors}); got {W.shape}.")
+        psi = check_positive(
+            np.broadcast_to(np.asarray(init["noise_variance"], dtype=np.float64), (d,)), "init['noise_variance']"
+        )
+        mu = np.broadcast_to(np.asarray(init.get("mean", mean), dtype=np.float64), (d,))
+    elif init == "pca":
+        cov = np.cov(filled, rowvar=False, bias=True) if covariance is None else covariance
+        evals, evecs = np.linalg.eigh(cov)
+        evals, evecs = evals[::-1], evecs[:, ::-1]
+        sigma2 = max(evals[n_factors:].mean(), 1e-12)
+        W = evecs[:, :n_factors] * np.sqrt(np.maximum(evals[:n_factors] - sigma2, 1e-6 * evals[0]))
+        psi = np.maximum(var - (W**2).sum(1), 0.1 * var)
+        mu = mean
+    elif init == "random":
+        z = torch.randn(d, n_factors, generator=generator, dtype=torch.float64).numpy()
+        W = 0.1 * z * np.sqrt(var)[:, None]
+        psi = var.copy()
+        mu = mean
+    else:
+        raise DataError(f"init must be 'pca', 'random' or a dict of parameters; got {init!r}.")
+    t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=dtype, device=device)  # noqa: E731
+    return FAParams(loadings=t(W), noise_variance=t(psi), mean=t(mu))
+
+
+def _project(params: FAParams, constraints: LoadingConstraints | None) -> FAParams:
+    """Project the loadings onto {W : C_j w_j = c_j} (Euclidean, row by row)."""
+    if constraints is None:
+        return params
+    W = params.loadings.cpu().numpy().copy()
+    for j in range(W.shape[0]):
+        C = constraints.matrix[j][constraints.active[j]]
+        if C.size:
+            c = constraints.target[j][constraints.active[j]]
+            W[j] -= C.T @ np.linalg.solve(C @ C.T, C @ W[j] - c)
+    return FAParams(torch.as_tensor(W, dtype=params.loadings.dtype, device=params.loadings.device),
+                    params.noise_variance, params.mean)
+
+
+def _mstep_spec(model: FactorAnalysis, use_priors: bool, floor: torch.Tensor) -> tuple[_MStepSpec, str]:
+    dtype, device = floor.dtype, floor.device
+    q = model.n_factors
+    prior = None
+    if use_priors and (model.loading_scale is not None or model.mean_scale is not None):
+        p = np.zeros(q + 1)
+        if model.loading_scale is not None:
+            p[:q] = 1.0 / model.loading_scale**2
+        if model.mean_scale is not None:
+            p[q] = 1.0 / model.mean_scale**2
+        prior = torch.as_tensor(p, dtype=dtype, device=device)
+    cm = ct = ci = None
+    if model.constraints is not None:
+        c = model.constraints
+        mat = np.concatenate([c.matrix, np.zeros(c.matrix.shape[:2] + (1,))], axis=2)
+        cm = torch.as_tensor(mat, dtype=dtype, device=device)
+        ct = torch.as_tensor(c.target, dtype=dtype, device=device)
+        ci = torch.as_tensor((~c.active).astype(np.float64), dtype=dtype, device=device)
+    spec = _MStepSpec(
+        prior_precision=prior,
+        noise_shape=model.noise_shape if use_priors else None,
+        noise_scale=model.noise_scale if use_priors else None,
+        constraint_matrix=cm,
+        constraint_target=ct,
+        constraint_inactive=ci,
+        noise_floor=floor,
+    )
+    variant = "kkt" if (prior is not None or cm is not None) else "ml"
+    return spec, variant
+
+
+# ---------------------------------------------------------------------------------------------- engines
+def _fit_fa(
+    model: FactorAnalysis,
+    X: Any,
+    *,
+    use_priors: bool,
+    method: str,
+    seed: Any,
+    max_iter: int,
+    tol: float,
+    init: Any,
+    regularization: float | None,
+    dtype: torch.dtype,
+    device: Any,
+    progress: bool | None,
+    warn: bool,
+    use_moments: bool,
+    acceleration: str,
+) -> Posterior:
+    started = time.perf_counter()
+    matrix = _validate_fa(model, X)
+    if acceleration not in _ACCELERATIONS:
+        raise DataError(f"acceleration must be one of {sorted(_ACCELERATIONS)}; got {acceleration!r}.")
+    values = matrix.values
+    gen = make_generator(seed)
+    data = prepare_fa_data(values, dtype=dtype, device=device, use_moments=True)
+    cov = None if data.col_cov is None else data.col_cov.cpu().numpy()
+    if cov is not None:
+        _check_covariance(cov, data.n_samples, regularization)
+    if not use_moments:
+        data.col_cov = data.col_mean = None
+    floor = _noise_floor(values, regularization, dtype, device, cov)
+    spec, variant = _mstep_spec(model, use_priors, floor)
+    params = _project(fa_initial_params(values, model.n_factors, init=init, generator=gen, dtype=dtype, device=device,
+                                        covariance=cov), model.constraints)
+    params = FAParams(params.loadings, torch.maximum(params.noise_variance, floor), params.mean)
+
+    def em_map(state: FAParams) -> tuple[FAParams, float]:
+        """One EM (ECM) step: the new parameters and the objective at ``state``."""
+        try:
+            stats = fa_estep(state, data, use_moments=use_moments)
+        except torch.linalg.LinAlgError:
+            raise DataError(
+                "the model covariance became singular during EM (a noise variance collapsed to zero: a "
+                "Heywood case); pass regularization=1e-3 to floor the noise variances, or fewer n_factors."
+            ) from None
+        objective = stats.loglik + (fa_log_prior(model, state) if use_priors else 0.0)
+        return fa_mstep(stats, data, state, spec, variant), float(objective)
+
+    step = _ACCELERATIONS[acceleration](em_map, floor)
+    run = run_optimizer(params, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
+                        progress=progress, warn=warn,
+                        remedies="raise max_iter, loosen tol, or standardise the columns")
+    return _fa_posterior(model, matrix, data, run, method, use_priors, time.perf_counter() - started)
+
+
+def _plain(em_map: Any, floor: torch.Tensor) -> Any:
+    return em_map
+
+
+def _to_vector(p: FAParams) -> torch.Tensor:
+    # log λ keeps extrapolated noise variances positive
+    return torch.cat([p.loadings.reshape(-1), torch.log(p.noise_variance), p.mean])
+
+
+def _from_vector(v: torch.Tensor, like: FAParams, floor: torch.Tensor) -> FAParams:
+    d, q = like.loadings.shape
+    W = v[: d * q].reshape(d, q)
+    psi = torch.maximum(torch.exp(v[d * q : d * q + d]), floor)
+    return FAParams(W, psi, v[d * q + d :])
+
+
+def _squarem(em_map: Any, floor: torch.Tensor) -> Any:
+    """SQUAREM (Varadhan & Roland 2008, scheme S3) around the EM map, with a monotone safeguard.
+
+    θ1 = F(θ0), θ2 = F(θ1), r = θ1 − θ0, v = θ2 − 2θ1 + θ0, α = −max(1, ‖r‖/‖v‖),
+    θ' = θ0 − 2αr + α²v; the step returns F(θ') when ℓ(θ') ≥ ℓ(θ1), else θ2. Either way the next
+    objective is ≥ ℓ(θ1) ≥ ℓ(θ0), so the traced objective stays non-decreasing. The extrapolation is an
+    affine combination, so linear constraints on the loadings stay satisfied.
+    """
+
+    def step(state: FAParams) -> tuple[FAParams, float]:
+        p1, obj0 = em_map(state)
+        p2, obj1 = em_map(p1)
+        x0, x1, x2 = _to_vector(state), _to_vector(p1), _to_vector(p2)
+        r = x1 - x0
+        v = x2 - 2 * x1 + x0
+        nv = float(torch.linalg.vector_norm(v))
+        if nv == 0.0 or not math.isfinite(nv):
+            return p2, obj0
+        alpha = -max(1.0, float(torch.linalg.vector_norm(r)) / nv)
+        candidate = _from_vector(x0 - 2 * alpha * r + alpha**2 * v, state, floor)
+        try:
+            p3, obj_c = em_map(candidate)
+        except DataError:
+            return p2, obj0
+        if math.isfinite(obj_c) and obj_c >= obj1:
+            return p3, obj0
+        return p2, obj0
+
+    return step
+
+
+_ACCELERATIONS = {"none": _plain, "squarem": _squarem}
+
+
+def _fa_posterior(model: FactorAnalysis, matrix: Any, data: FAData, run: Any, method: str,
+                  use_priors: bool, seconds: float) -> Posterior:
+    params: FAParams = run.state
+    V, Ez, ll_rows = factor_posterior(params, data)
+    p = params.numpy()
+    W, psi = p["loadings"], p["noise_variance"]
+    common = (W**2).sum(1)
+    communality = common / (common + psi)
+    q = model.n_factors
+    loglik = float(ll_rows.sum())
+    n_obs_entries = float(data.count.sum())
+    d = W.shape[0]
+    n_free = d * q + 2 * d - q * (q - 1) // 2
+    if model.constraints is not None:
+        n_free = d * q + 2 * d - int(model.constraints.n_active().sum())
+    return Posterior(
+        model="FactorAnalysis",
+        method=method,
+        dims={"loadings": ("feature", "factor"), "noise_variance": ("feature",), "mean": ("feature",)},
+        coords={"feature": list(matrix.feature_names), "factor": [f"f{k}" for k in range(q)],
+                "sample": list(matrix.sample_names)},
+        trace=run.trace[None],
+        fitted={k: {"family": "point", "value": v} for k, v in p.items()},
+        diagnostics={
+            "converged": bool(run.converged),
+            "interrupted": bool(run.interrupted),
+            "n_iter": int(run.n_iter),
+            "log_likelihood": loglik,
+            "log_prior": float(fa_log_prior(model, params)) if use_priors else 0.0,
+            "n_parameters": int(n_free),
+            "bic": float(-2 * loglik + n_free * math.log(data.n_samples)),
+            "missing_fraction": 1.0 - n_obs_entries / (data.n_samples * d),
+            "n_patterns": int(data.patterns.shape[0]),
+            "seconds": seconds,
+            "observation_dim": "sample",
+        },
+        log_likelihood=ll_rows.cpu().numpy()[None, None, :],
+        extras={
+            "factor_scores": Ez.cpu().numpy(),
+            "factor_score_covariance": V[data.pattern_of_row].cpu().numpy() if V.shape[0] > 1 else V[0].cpu().numpy(),
+            "communalities": communality,
+            "pattern_of_row": data.pattern_of_row.cpu().numpy(),
+        },
+        hyperparameters=model.hyperparameters(),
+    )
+
+
+@register(FactorAnalysis, "em")
+def em_factor_analysis(
+    model: FactorAnalysis,
+    X: Any,
+    *,
+    seed: Any = 0,
+    max_iter: int = 5000,
+    tol: float = 1e-9,
+    init: Any = "pca",
+    regularization: float | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: Any = "cpu",
+    progress: bool | None = None,
+    warn: bool = True,
+    use_moments: bool = True,
+    acceleration: str = "squarem",
+) -> Posterior:
+    """Maximum-likelihood factor analysis by EM; NaN entries of ``X`` are missing (exact E-step).
+
+    Priors declared on the model are ignored (use ``method="map"``); linear constraints on the
+    loadings are honoured. With nothing missing the E-step works on the covariance matrix
+    (``use_moments=False`` forces the per-row form, which gives the same iterates).
+
+    Parameters
+    ----------
+    model : FactorAnalysis
+    X : array (n_samples, n_features); NaN means missing.
+    seed : int or torch.Generator (used by ``init="random"``).
+    max_iter, tol : stop when the relative change of the log-likelihood is below ``tol``.
+    init : "pca", "random" or dict(loadings=..., noise_variance=..., mean=...).
+    regularization : float, optional
+        Floor on each noise variance as a fraction of its column's variance (default 1e-8); set it to
+        fit data with a singular covariance.
+    dtype, device : torch dtype (float64 default) and device.
+    acceleration : "squarem" (default; each traced iteration is one safeguarded SQUAREM cycle of three
+        EM steps) or "none" (plain EM, one step per iteration). Both trace a non-decreasing objective.
+
+    Returns
+    -------
+    Posterior with point sites ``loadings``, ``noise_variance``, ``mean``; extras ``factor_scores``
+    (E[z|y_o]), ``factor_score_covariance``, ``communalities``; per-row log-likelihood; the
+    log-likelihood trace.
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> fa = FactorAnalysis(1)
+    >>> X = fa.simulate(200, loadings=[[1.0], [0.9], [0.8]], noise_variance=0.2, mean=0.0, seed=0)["data"]
+    >>> post = latentfs.fit(fa, X, method="em")
+    >>> post.mean("loadings").shape, bool(np.all(np.diff(post.trace[0]) >= -1e-9))
+    ((3, 1), True)
+    """
+    return _fit_fa(model, X, use_priors=False, method="em", seed=seed, max_iter=max_iter, tol=tol, init=init,
+                   regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
+                   use_moments=use_moments, acceleration=acceleration)
+
+
+@register(FactorAnalysis, "map")
+def map_factor_analysis(
+    model: FactorAnalysis,
+    X: Any,
+    *,
+    seed: Any = 0,
+    max_iter: int = 5000,
+    tol: float = 1e-9,
+    init: Any = "pca",
+    regularization: float | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: Any = "cpu",
+    progress: bool | None = None,
+    warn: bool = True,
+    use_moments: bool = True,
+    acceleration: str = "squarem",
+) -> Posterior:
+    """Maximum a posteriori factor analysis (ECM) with the model's priors and loading constraints.
+
+    The Gaussian prior on the loadings and the mean and the inverse-gamma prior on the noise
+    variances enter the M-step (Gruber & Weiss 2006, structure prior of eq. 11 in its MAP form); the
+    objective traced is log p(y_o | θ) + log p(θ), non-decreasing. Options as in the ``"em"`` engine.
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> fa = FactorAnalysis(1, loading_scale=1.0, noise_shape=2.0, noise_scale=0.5)
+    >>> X = fa.simulate(100, loadings=[[1.0], [0.9], [0.8]], noise_variance=0.2, mean=0.0, seed=0)["data"]
+    >>> post = latentfs.fit(fa, X, method="map")
+    >>> post.diagnostics["log_prior"] < 0
+    True
+    """
+    return _fit_fa(model, X, use_priors=True, method="map", seed=seed, max_iter=max_iter, tol=tol, init=init,
+                   regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
+                   use_moments=use_moments, acceleration=acceleration)
+
+
+# ---------------------------------------------------------------------------------------------- MFA
+@dataclass
+class MFAParams:
+    """Mixture-of-factor-analysers parameters (the EM state).
+
+    weights (K,) π_k; means (K, d) μ_k; loadings (K, d, q) W_k; noise_variance (d,) shared diag Λ.
+    """
+
+    weights: torch.Tensor
+    means: torch.Tensor
+    loadings: torch.Tensor
+    noise_variance: torch.Tensor
+
+
+def mfa_component_log_density(params: MFAParams, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """log N(y_n; μ_k, W_k W_k^t + Λ) (n, K), with V_k (K, q, q) and b_nk = W_k^t Λ^{-1}(y_n − μ_k) (n, K, q)."""
+    W, psi, mu = params.loadings, params.noise_variance, params.means
+    K, d, q = W.shape
+    Wp = W / psi[None, :, None]
+    M = torch.eye(q, dtype=W.dtype, device=W.device) + W.transpose(1, 2) @ Wp
+    L = torch.linalg.cholesky(M)
+    V = torch.cholesky_inverse(L)
+    b = torch.einsum("nd,kdq->nkq", X, Wp) - torch.einsum("kd,kdq->kq", mu, Wp)[None]
+    Vb = torch.einsum("kqr,nkr->nkq", V, b)
+    Xs = X / psi
+    quad = (Xs * X).sum(1)[:, None] - 2 * Xs @ mu.T + ((mu * mu) / psi).sum(1)[None, :] - (b * Vb).sum(-1)
+    logdet = 2 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1) + torch.log(psi).sum()
+    return -0.5 * (d * _LOG_2PI + logdet[None, :] + quad), V, Vb
+
+
+def mfa_estep(params: MFAParams, X: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Responsibilities h_nk and the weighted statistics of Ghahramani & Hinton (1996).
+
+    Returns statistics ``N`` (K,), ``A`` (K, d, q+1) = Σ_n h_nk y_n E[ũ|y_n,k]^t and ``B`` (K, q+1, q+1)
+    = Σ_n h_nk E[ũũ^t|y_n,k]; the responsibilities (n, K); and the log-likelihood.
+    """
+    logdens, V, Ez = mfa_component_log_density(params, X)
+    joint = logdens + torch.log(params.weights)[None, :]
+    norm = torch.logsumexp(joint, dim=1)
+    h = torch.exp(joint - norm[:, None])
+    n, K, q = Ez.shape
+    N = h.sum(0)
+    hEz = h[:, :, None] * Ez  # (n, K, q)
+    A = torch.cat([torch.einsum("nd,nkq->kdq", X, hEz), (h.T @ X)[:, :, None]], dim=2)
+    B = torch.empty(K, q + 1, q + 1, dtype=X.dtype, device=X.device)
+    B[:, :q, :q] = N[:, None, None] * V + torch.einsum("nkq,nkr->kqr", hEz, Ez)
+    s = hEz.sum(0)
+    B[:, :q, q] = s
+    B[:, q, :q] = s
+    B[:, q, q] = N
+    return {"N": N, "A": A, "B": B}, h, norm.sum()
+
+
+def mfa_mstep(stats: dict[str, torch.Tensor], X2sum: torch.Tensor, n: int, floor: torch.Tensor) -> MFAParams:
+    """W̃_k = A_k B_k^{-1}; Λ = diag(Σ y² − Σ_k W̃_k ∘ A_k)/N; π_k = N_k/N (Ghahramani & Hinton 1996)."""
+    B = stats["B"]
+    q1 = B.shape[-1]
+    # A component with (almost) no responsibility keeps a tiny ridge so its solve stays defined.
+    jitter = 1e-10 * torch.eye(q1, dtype=B.dtype, device=B.device) * (1.0 + stats["N"][:, None, None])
+    Wt = torch.linalg.solve(B + jitter, stats["A"].transpose(1, 2)).transpose(1, 2)  # (K, d, q+1)
+    psi = (X2sum - (Wt * stats["A"]).sum((0, 2))) / n
+    psi = torch.maximum(psi, floor)
+    weights = stats["N"] / n
+    return MFAParams(weights=weights, means=Wt[:, :, -1].contiguous(), loadings=Wt[:, :, :-1].contiguous(),
+                     noise_variance=psi)
+
+
+def _mfa_init(X: np.ndarray, K: int, q: int, gen: torch.Generator) -> MFAParams:
+    """k-means++ seeds, five Lloyd steps, then principal axes within each cluster."""
+    n, d = X.shape
+    rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,), generator=gen).item()))
+    centres = [X[rng.integers(n)]]
+    for _ in range(1, K):
+        dist2 = np.min(((X[:, None, :] - np.array(centres)[None]) ** 2).sum(-1), axis=1)
+        centres.append(X[rng.choice(n, p=dist2 / dist2.sum()) if dist2.sum() > 0 else rng.integers(n)])
+    C = np.array(centres)
+    for _ in range(5):
+        lab = np.argmin(((X[:, None, :] - C[None]) ** 2).sum(-1), axis=1)
+        C = np.array([X[lab == k].mean(0) if (lab == k).any() else C[k] for k in range(K)])
+    lab = np.argmin(((X[:, None, :] - C[None]) ** 2).sum(-1), axis=1)
+    var = X.var(0)
+    W = np.zeros((K, d, q))
+    resid = np.zeros(d)
+    for k in range(K):
+        Xk = X[lab == k]
+        if Xk.shape[0] > 1:
+            cov = np.cov(Xk, rowvar=False, bias=True).reshape(d, d)
+            evals, evecs = np.linalg.eigh(cov)
+            evals, evecs = evals[::-1], evecs[:, ::-1]
+            m = min(q, d)
+            rest = evals[m:].mean() if m < d else 0.0
+            W[k, :, :m] = evecs[:, :m] * np.sqrt(np.maximum(evals[:m] - rest, 1e-3 * var.mean()))
+            resid += (np.diag(cov) - (W[k] ** 2).sum(1)) * Xk.shape[0]
+        else:
+            W[k] = 1e-2 * rng.standard_normal((d, q)) * np.sqrt(var)[:, None]
+    psi = np.maximum(resid / n, 0.05 * var)
+    pi = np.maximum(np.bincount(lab, minlength=K) / n, 1.0 / n)
+    t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=torch.float64)  # noqa: E731
+    return MFAParams(weights=t(pi / pi.sum()), means=t(C), loadings=t(W), noise_variance=t(psi))
+
+
+@register(MixtureOfFactorAnalyzers, "em")
+def em_mixture_of_factor_analyzers(
+    model: MixtureOfFactorAnalyzers,
+    X: Any,
+    *,
+    seed: Any = 0,
+    n_init: int = 3,
+    max_iter: int = 2000,
+    tol: float = 1e-8,
+    init: MFAParams | None = None,
+    regularization: float = 1e-6,
+    dtype: torch.dtype = torch.float64,
+    device: Any = "cpu",
+    progress: bool | None = None,
+    warn: bool = True,
+) -> Posterior:
+    """EM for a mixture of factor analysers with ``n_init`` restarts (best final log-likelihood kept).
+
+    Each restart starts from k-means++ seeds with principal axes per cluster (or from ``init``).
+    ``regularization`` floors the shared noise variances at that fraction of each column's variance.
+
+    Returns
+    -------
+    Posterior with point sites ``weights``, ``mean``, ``loadings``, ``noise_variance``; extras
+    ``responsibilities`` (n, K), ``factor_scores`` (n, K, q) = E[z|y_n, c=k] and the log-likelihood
+    of every restart.
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> mfa = MixtureOfFactorAnalyzers(2, 1)
+    >>> W = np.array([[[1.0], [1.0], [0.0]], [[0.0], [1.0], [1.0]]])
+    >>> X = mfa.simulate(200, loadings=W, mean=[[0, 0, 0], [6, 6, 6]], noise_variance=0.1, seed=0)["data"]
+    >>> post = latentfs.fit(mfa, X, method="em", seed=0, n_init=2)
+    >>> sorted(np.round(post.mean("weights"), 1).tolist())
+    [0.5, 0.5]
+    """
+    started = time.perf_counter()
+    if not isinstance(model, MixtureOfFactorAnalyzers):
+        raise DataError(f"model must be a MixtureOfFactorAnalyzers; got {type(model).__name__}.")
+    matrix = as_continuous(X, missing="error", allow_constant=False, min_samples=2)
+    values = matrix.values
+    n, d = values.shape
+    K, q = model.n_components, model.n_factors
+    check_n_components(K, n, what=f"the number of samples, {n}")
+    check_n_components(q, d - 1 if d > 1 else 1, name="n_factors", what=f"one less than the number of features, {d}")
+    if isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1:
+        raise DataError(f"n_init must be a positive integer; got {n_init!r}.")
+    reg = float(check_positive(regularization, "regularization"))
+    Xt = torch.as_tensor(values, dtype=dtype, device=device)
+    X2 = (Xt * Xt).sum(0)
+    floor = torch.as_tensor(reg * values.var(0), dtype=dtype, device=device)
+
+    def step(state: MFAParams) -> tuple[MFAParams, float]:
+        stats, _, ll = mfa_estep(state, Xt)
+        return mfa_mstep(stats, X2, n, floor), float(ll)
+
+    runs = []
+    for gen in chain_generators(seed, n_init):
+        start = init if init is not None else _mfa_init(values, K, q, gen)
+        start = MFAParams(*(torch.as_tensor(getattr(start, f), dtype=dtype, device=device)
+                            for f in ("weights", "means", "loadings", "noise_variance")))
+        runs.append(run_optimizer(start, step, max_iter=max_iter, tol=tol, desc="MFA em", progress=progress, warn=warn))
+        if init is not None:
+            break
+    run = best_run(runs)
+    params: MFAParams = run.state
+    logdens, _, Ez = mfa_component_log_density(params, Xt)
+    joint = logdens + torch.log(params.weights)[None, :]
+    ll_rows = torch.logsumexp(joint, 1)
+    h = torch.exp(joint - ll_rows[:, None])
+    n_free = (K - 1) + K * d + K * (d * q - q * (q - 1) // 2) + d
+    loglik = float(ll_rows.sum())
+    fitted = {
+        "weights": params.weights, "mean": params.means, "loadings": params.loadings,
+        "noise_variance": params.noise_variance,
+    }
+    return Posterior(
+        model="MixtureOfFactorAnalyzers",
+        method="em",
+        dims={"weights": ("component",), "mean": ("component", "feature"),
+              "loadings": ("component", "feature", "factor"), "noise_variance": ("feature",)},
+        coords={"component": [f"c{k}" for k in range(K)], "feature": list(matrix.feature_names),
+                "factor": [f"f{k}" for k in range(q)], "sample": list(matrix.sample_names)},
+        trace=run.trace[None],
+        fitted={k: {"family": "point", "value": v.cpu().numpy()} for k, v in fitted.items()},
+        diagnostics={
+            "converged": bool(run.converged), "n_iter": int(run.n_iter), "log_likelihood": loglik,
+            "restart_log_likelihoods": [float(r.objective) for r in runs], "best_restart": runs.index(run),
+            "n_parameters": int(n_free), "bic": float(-2 * loglik + n_free * math.log(n)),
+            "seconds": time.perf_counter() - started, "observation_dim": "sample",
+        },
+        log_likelihood=ll_rows.cpu().numpy()[None, None, :],
+        extras={"responsibilities": h.cpu().numpy(), "factor_scores": Ez.cpu().numpy()},
+        hyperparameters=model.hyperparameters(),
+    )

@@ -1,0 +1,38 @@
+"""Finite mixtures (Gaussian, latent class, latent profile): the engines of :mod:`latentfs.models.mixture`.
+
+* :mod:`~latentfs.inference.mixture.em` EM with restarts, :mod:`~latentfs.inference.mixture.gibbs` block Gibbs,
+  :mod:`~latentfs.inference.mixture.vb` mean-field VB;
+* :mod:`~latentfs.inference.mixture.model_selection` AIC / BIC / ICL and the bootstrap LRT;
+* :mod:`~latentfs.inference.mixture.weights` separation weights B/(B+W).
+
+Importing this package registers every engine of the family with :func:`latentfs.fit`.
+"""
+
+import importlib
+import pkgutil
+
+from latentfs.inference.mixture.model_selection import (
+    bootstrap_lrt,
+    information_criteria,
+    n_parameters,
+    select_n_components,
+)
+from latentfs.inference.mixture.weights import (
+    MixtureSeparationSelector,
+    bootstrap_feature_weights,
+    mixture_feature_weights,
+)
+
+__all__ = [
+    "MixtureSeparationSelector",
+    "bootstrap_feature_weights",
+    "bootstrap_lrt",
+    "information_criteria",
+    "mixture_feature_weights",
+    "n_parameters",
+    "select_n_components",
+]
+
+# Engines register themselves on import.
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")

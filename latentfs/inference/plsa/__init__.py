@@ -1,0 +1,21 @@
+"""Probabilistic latent semantic analysis (Monay et al.): the engines of :mod:`latentfs.models.plsa`.
+
+* :mod:`~latentfs.inference.plsa.em` EM and tempered EM, early stopping, fold-in and :class:`PLSATransformer`.
+
+Importing this package registers every engine of the family with :func:`latentfs.fit`.
+"""
+
+import importlib
+import pkgutil
+
+from latentfs.inference.plsa.em import PLSATransformer, fold_in, plsa_loglik
+
+__all__ = [
+    "PLSATransformer",
+    "fold_in",
+    "plsa_loglik",
+]
+
+# Engines register themselves on import.
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")

@@ -1,0 +1,582 @@
+"""PLSA by EM and tempered EM, with early stopping on validation likelihood and fold-in.
+
+Monay, Quelhas, Gatica-Perez & Odobez (2006), eq. (2)–(4): the E-step P(z | d, x) ∝ P(x | z) P(z | d) and
+the M-steps P(x | z) ∝ Σ_d n(d, x) P(z | d, x), P(z | d) = Σ_x n(d, x) P(z | d, x) / n(d), both from the
+same E-step, vectorised over the sparse non-zeros exactly as DirichletDCA's PLSI engine
+(:func:`latentfs.inference.dca.em.plsi_step`). P(d) = n(d)/Σ n(d) in closed form.
+
+Two controls from the papers:
+
+* **Early stopping** (Monay et al.): after each EM iteration the validation documents are folded in
+  (P(x | z) fixed, see :func:`fold_in`) and scored; the iterate with the best validation score is
+  kept and the fit stops after ``patience`` iterations without improvement. Validation documents never
+  enter P(x | z).
+* **Tempered EM** (Hofmann 2001, §4.2): the E-step uses [P(z | d) P(x | z)]^β. β starts at 1; when the
+  validation score stops improving, β ← η β and EM continues from the best iterate; the fit ends when
+  lowering β brings no further improvement (or β would fall below ``beta_min``).
+
+The validation score is the per-token log-likelihood of document completion
+(:mod:`latentfs.evaluate.heldout`'s one definition): each validation document's tokens are split in
+two, P(z | d) is folded in on one half and the other half is scored. ``validation_score="fold_in"``
+instead scores the same tokens that were folded in (Hofmann's original protocol; optimistic).
+Held-out tokens of words never seen in training have probability 0 under PLSA; they are left out of
+the validation score and counted in ``diagnostics["unseen_validation_tokens"]``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from latentfs.core.data import DataError, DataWarning, as_counts
+from latentfs.core.driver import best_run, chain_generators, run_optimizer
+from latentfs.core.registry import register
+from latentfs.core.results import Posterior
+from latentfs.evaluate.heldout import completion_loglik, split_documents
+from latentfs.inference.dca.common import DCAData, prepare
+from latentfs.inference.dca.em import PointState, plsi_step
+from latentfs.models.plsa import PLSA
+
+__all__ = ["fit_plsa", "fold_in", "plsa_loglik", "PLSATransformer"]
+
+_TINY = 1e-300
+VALIDATION_SCORES = ("completion", "fold_in")
+
+
+def plsa_loglik(data: DCAData, state: PointState) -> tuple[float, float]:
+    """(L, L_cond): L = Σ_i n(d_i) log P(d_i) + L_cond, L_cond = Σ_ij n(d_i, x_j) log P(x_j | d_i) (Monay §2)."""
+    rates = data.rates_at_nonzeros(state.doc_latent, state.topic_word).clamp_min(_TINY)
+    cond = float((data.values * torch.log(rates)).sum())
+    n = data.doc_lengths
+    return float((n * torch.log(n / n.sum())).sum()) + cond, cond
+
+
+def _fold_in_data(
+    data: DCAData, topic_word: torch.Tensor, doc_topic: torch.Tensor, n_iter: int, tol: float
+) -> torch.Tensor:
+    """Iterate eq. (2) and (4) for the documents of ``data`` with P(x | z) = ``topic_word`` held fixed."""
+    for _ in range(n_iter):
+        rates = data.rates_at_nonzeros(doc_topic, topic_word).clamp_min(_TINY)
+        new = doc_topic * (data.csr(data.values / rates) @ topic_word.T)
+        # Σ_k new = n(d) less the tokens of words no aspect can emit (unseen in training): normalising
+        # ignores those tokens; a document with no usable token keeps its start.
+        total = new.sum(-1, keepdim=True)
+        new = torch.where(total > 0, new / total.clamp_min(_TINY), doc_topic)
+        change = float((new - doc_topic).abs().max())
+        doc_topic = new
+        if change <= tol:
+            break
+    return doc_topic
+
+
+def _topic_word_of(source: Any) -> np.ndarray:
+    if isinstance(source, PLSATransformer):
+        if not hasattr(source, "components_"):
+            raise DataError("the PLSATransformer is not fitted yet; call fit(X) before transform or fold_in.")
+        return source.components_
+    if isinstance(source, Posterior):
+        return source.mean("topic_word")
+    tw = np.asarray(source, dtype=np.float64)
+    if tw.ndim != 2 or (tw < 0).any() or not np.isfinite(tw).all() or (tw.sum(1) <= 0).any():
+        raise DataError(
+            "topic_word must be a fitted result or a (n_aspects, n_features) array of non-negative rows with "
+            f"positive sums; got an array of shape {tw.shape}. Pass result or result.mean('topic_word')."
+        )
+    return tw / tw.sum(1, keepdims=True)
+
+
+def fold_in(
+    topic_word: Any,
+    X: Any,
+    *,
+    max_iter: int = 100,
+    tol: float = 1e-8,
+    init: np.ndarray | None = None,
+) -> np.ndarray:
+    """P(z | d_new) for new documents with P(x | z) fixed: EM on eq. (2) and (4) only (Hofmann 2001).
+
+    Parameters
+    ----------
+    topic_word : Posterior, PLSATransformer or array (K, J)
+        P(x | z) (rows are normalised here).
+    X : count matrix (n_documents, J)
+        New documents. Tokens of words that no aspect emits (P(x | z) = 0 for all z, i.e. unseen in
+        training) are ignored; documents with no other token keep the start (uniform by default).
+    max_iter, tol : EM iterations, stopping early when no entry of P(z | d) changes by more than ``tol``.
+    init : array (n_documents, K), optional
+        Starting P(z | d) (default uniform). A fitted document's own P(z | d) is a fixed point.
+
+    Examples
+    --------
+    >>> theta = np.array([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.5, 0.5]])
+    >>> fold_in(theta, np.array([[3, 1, 0, 0], [1, 0, 2, 1]])).round(3).tolist()
+    [[1.0, 0.0], [0.25, 0.75]]
+    """
+    tw = _topic_word_of(topic_word)
+    K, J = tw.shape
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise DataError(f"max_iter must be an integer ≥ 1; got {max_iter!r}.")
+    counts = as_counts(X, name="X", empty_documents="keep")  # empty documents keep the uniform P(z|d)
+    if counts.n_features != J:
+        raise DataError(f"X must have {J} features (as topic_word); got {counts.n_features}.")
+    total = counts.n_documents
+    start = np.full((total, K), 1.0 / K)
+    if init is not None:
+        start = np.asarray(init, dtype=np.float64)
+        if start.shape != (total, K) or (start < 0).any() or not np.isfinite(start).all():
+            raise DataError(
+                f"init must be a non-negative array of shape {(total, K)} (one P(z|d) row per document); got "
+                f"shape {start.shape}."
+            )
+        start = start / np.maximum(start.sum(1, keepdims=True), _TINY)
+    if counts.csr.nnz == 0:
+        return start
+    data = prepare(counts)
+    m = _fold_in_data(data, torch.as_tensor(tw), torch.as_tensor(start), int(max_iter), float(tol))
+    return m.numpy()
+
+
+@dataclass
+class _Validation:
+    """Validation documents prepared once: fold-in part, scored part and the warm-started P(z | d)."""
+
+    observed: DCAData
+    held: sp.csr_matrix
+    doc_topic: torch.Tensor
+    seen: np.ndarray  # (J,) bool, words that occur in training
+    n_unseen: int
+    history: list[float] = field(default_factory=list)
+
+    def score(self, topic_word: torch.Tensor, n_iter: int) -> float:
+        self.doc_topic = _fold_in_data(self.observed, topic_word, self.doc_topic, n_iter, 0.0)
+        # words with no probability under every aspect (unseen in training) cannot be scored
+        tw = topic_word.detach().cpu().numpy()
+        ok = (tw.sum(0) > 0) & self.seen
+        held = self.held[:, ok]
+        return completion_loglik(tw[:, ok], self.doc_topic.detach().cpu().numpy(), held) if held.nnz else -math.inf
+
+
+def _make_validation(
+    X_valid: Any, train: DCAData, K: int, how: str, seed: int
+) -> _Validation:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        valid = as_counts(X_valid, name="X_valid", empty_documents="drop")
+    if valid.n_features != train.n_features:
+        raise DataError(
+            f"X_valid must have {train.n_features} features (as X); got {valid.n_features}. Use the same vocabulary."
+        )
+    if how == "completion":
+        if (valid.doc_lengths < 2).all():
+            raise DataError("X_valid documents need at least 2 tokens each for completion; pass longer documents.")
+        observed, held = split_documents(valid.csr, 0.5, seed=seed)
+        keep = np.asarray(observed.sum(1)).ravel() > 0
+        observed, held = observed[keep], held[keep]
+    else:
+        observed = held = valid.csr
+    seen = np.asarray(train.counts.csr.sum(0)).ravel() > 0
+    n_unseen = int(held[:, ~seen].sum())
+    obs = prepare(sp.csr_matrix(observed), dtype=train.dtype, device=train.device)
+    start = torch.full((obs.n_documents, K), 1.0 / K, dtype=train.dtype, device=train.device)
+    return _Validation(obs, sp.csr_matrix(held), start, seen, n_unseen)
+
+
+@dataclass
+class _EarlyStopper:
+    """Validation-driven control of (tempered) EM; the step becomes the identity once stopped."""
+
+    validation: _Validation
+    patience: int
+    tempered: bool
+    beta_decay: float
+    beta_min: float
+    fold_in_iter: int
+    beta: float = 1.0
+    best_score: float = -math.inf
+    best_state: PointState | None = None
+    best_iter: int = -1
+    bad: int = 0
+    improved_at_beta: bool = True
+    stopped: bool = False
+    betas: list[float] = field(default_factory=list)
+
+    def after(self, it: int, new: PointState) -> PointState:
+        score = self.validation.score(new.topic_word, self.fold_in_iter)
+        self.validation.history.append(score)
+        self.betas.append(self.beta)
+        if score > self.best_score:
+            self.best_score, self.best_state, self.best_iter = score, new, it
+            self.bad, self.improved_at_beta = 0, True
+            return new
+        self.bad += 1
+        if self.bad < self.patience:
+            return new
+        next_beta = self.beta * self.beta_decay
+        if self.tempered and self.improved_at_beta and next_beta >= self.beta_min:
+            # Hofmann (2001): lower β and continue from the best iterate
+            self.beta, self.bad, self.improved_at_beta = next_beta, 0, False
+        else:
+            self.stopped = True
+        assert self.best_state is not None  # set at the first iteration (score > -inf)
+        return self.best_state
+
+
+def _check_int(name: str, v: Any, low: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise DataError(f"{name} must be an integer ≥ {low}; got {v!r}.")
+    return int(v)
+
+
+def _check_unit(name: str, v: Any, *, closed_high: bool) -> float:
+    ok = not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v and (v <= 1 if closed_high else v < 1)
+    if not ok:
+        interval = "(0, 1]" if closed_high else "(0, 1)"
+        raise DataError(f"{name} must be a number in {interval}; got {v!r}.")
+    return float(v)
+
+
+def fit_plsa(
+    model: PLSA,
+    X: Any,
+    *,
+    tempered: bool = False,
+    early_stopping: bool = False,
+    X_valid: Any = None,
+    validation_fraction: float | None = None,
+    validation_score: str = "completion",
+    patience: int = 5,
+    beta_decay: float = 0.9,
+    beta_min: float = 0.5,
+    fold_in_iter: int = 20,
+    max_iter: int = 500,
+    tol: float = 1e-7,
+    n_restarts: int = 1,
+    init: tuple[Any, Any] | None = None,
+    seed: int | torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: str | torch.device = "cpu",
+    progress: bool | None = None,
+    warn: bool = True,
+) -> Posterior:
+    """Fit PLSA (``latentfs.fit(PLSA(K), X, method="em" | "tem", ...)``; module docstring).
+
+    Parameters
+    ----------
+    tempered : bool
+        Hofmann's tempered EM (``method="tem"`` sets it); needs validation documents.
+    early_stopping : bool
+        Keep the iterate with the best validation score and stop after ``patience`` iterations without
+        improvement (Monay et al.); needs validation documents.
+    X_valid : count matrix, optional
+        Validation documents (same vocabulary). Alternatively ``validation_fraction``.
+    validation_fraction : float in (0, 1), optional
+        Hold out this fraction of X's documents (chosen with ``seed``) as validation documents.
+    validation_score : {"completion", "fold_in"}
+        How validation documents are scored (module docstring).
+    patience : int
+        Iterations without improvement before stopping (or lowering β).
+    beta_decay, beta_min : η < 1 and the smallest β of tempered EM.
+    fold_in_iter : int
+        Fold-in iterations per EM iteration for the validation documents (warm-started).
+    max_iter, tol, n_restarts, init, seed, dtype, device, progress, warn
+        As for the DCA engines; ``init`` is (P(z | d), P(x | z)).
+
+    Returns
+    -------
+    Posterior
+        Point sites ``topic_word`` (P(x | z)) and ``doc_topic`` (P(z | d)); ``extras["doc_prior"]`` is P(d);
+        ``trace`` is the log-likelihood L (Monay §2); ``extras["validation_trace"]`` and
+        ``extras["beta_trace"]`` the validation score and β per iteration; ``diagnostics`` has
+        ``best_iter`` and ``stopped_early``.
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> X = PLSA(2).simulate(30, 15, doc_length=40, seed=0)["counts"]
+    >>> result = latentfs.fit(PLSA(2), X, method="em", seed=0, warn=False)
+    >>> bool((np.diff(result.trace[0]) >= -1e-9).all())
+    True
+    """
+    if validation_score not in VALIDATION_SCORES:
+        raise DataError(f"validation_score must be one of {VALIDATION_SCORES}; got {validation_score!r}.")
+    patience = _check_int("patience", patience, 1)
+    fold_in_iter = _check_int("fold_in_iter", fold_in_iter, 1)
+    n_restarts = _check_int("n_restarts", n_restarts, 1)
+    max_iter = _check_int("max_iter", max_iter, 1)
+    beta_decay = _check_unit("beta_decay", beta_decay, closed_high=False)
+    beta_min = _check_unit("beta_min", beta_min, closed_high=True)
+    if X_valid is not None and validation_fraction is not None:
+        raise DataError("pass either X_valid or validation_fraction, not both.")
+    counts = as_counts(X, name="X")
+    K = model.n_aspects
+    if validation_fraction is not None:
+        frac = _check_unit("validation_fraction", validation_fraction, closed_high=False)
+        rng = np.random.default_rng(int(seed) if isinstance(seed, (int, np.integer)) else None)
+        order = rng.permutation(counts.n_documents)
+        n_valid = int(round(frac * counts.n_documents))
+        if n_valid < 1 or n_valid >= counts.n_documents:
+            raise DataError(
+                f"validation_fraction={frac} leaves {n_valid} validation documents of {counts.n_documents}; "
+                "choose a fraction that keeps at least one document on each side."
+            )
+        X_valid = counts.csr[np.sort(order[:n_valid])]
+        train_rows = np.sort(order[n_valid:])
+        counts = as_counts(counts.csr[train_rows], document_names=[counts.document_names[i] for i in train_rows],
+                           feature_names=counts.feature_names)
+    needs_validation = tempered or early_stopping
+    if needs_validation and X_valid is None:
+        raise DataError(
+            "early_stopping and tempered EM need validation documents; pass X_valid=… or validation_fraction=…."
+        )
+    if K > min(counts.n_documents, counts.n_features):
+        raise DataError(
+            f"n_aspects must be at most {min(counts.n_documents, counts.n_features)} (the smaller of the numbers "
+            f"of documents and features); got {K}. Choose fewer aspects."
+        )
+    data = prepare(counts, dtype=dtype, device=device)
+    gens = chain_generators(seed, n_restarts, device)
+    runs = []
+    for r in range(n_restarts):
+        state = _plsa_init(init if r == 0 else None, data, K, gens[r])
+        stopper = (
+            # the same validation split for every restart, so their scores compare
+            _EarlyStopper(_make_validation(X_valid, data, K, validation_score, 0), patience, tempered, beta_decay,
+                          beta_min, fold_in_iter)
+            if needs_validation
+            else None
+        )
+        step = _make_step(data, stopper)
+        run = run_optimizer(state, step, max_iter=max_iter, tol=0.0 if stopper else tol, min_iter=2,
+                            desc="PLSA " + ("TEM" if tempered else "EM"), progress=progress,
+                            warn=warn and stopper is None,
+                            remedies="raise max_iter, loosen tol, or use n_restarts > 1")
+        run.info.update(restart=r, stopper=stopper)
+        if stopper is not None:
+            if warn and not stopper.stopped:
+                from latentfs.core.driver import ConvergenceWarning
+
+                warnings.warn(
+                    f"PLSA early stopping did not trigger in {max_iter} iterations; raise max_iter or lower "
+                    "patience.", ConvergenceWarning, stacklevel=2,
+                )
+            # the best iterate by validation, and restarts compared by validation score
+            run.state = stopper.best_state
+            run.info["select"] = stopper.best_score
+        else:
+            run.info["select"] = run.objective
+        runs.append(run)
+    run = max(runs, key=lambda x: x.info["select"]) if needs_validation else best_run(runs)
+    return _plsa_posterior(model, data, run, tempered, [x.info["select"] for x in runs])
+
+
+def _make_step(data: DCAData, stopper: _EarlyStopper | None) -> Callable[[PointState], tuple[PointState, float]]:
+    it = [0]
+
+    def step(s: PointState) -> tuple[PointState, float]:
+        objective = plsa_loglik(data, s)[0]
+        if stopper is not None and stopper.stopped:
+            return s, objective  # identity: the driver sees no change and stops
+        beta = stopper.beta if stopper is not None else 1.0
+        new, _ = plsi_step(data, s, beta)
+        if stopper is not None:
+            new = stopper.after(it[0], new)
+        it[0] += 1
+        return new, objective
+
+    return step
+
+
+def _plsa_init(init: Any, data: DCAData, K: int, generator: torch.Generator) -> PointState:
+    kw: dict[str, Any] = {"dtype": data.dtype, "device": data.device}
+    if init is None:
+        e = -torch.log(torch.rand(K, data.n_features, generator=generator, **kw).clamp_min(_TINY))
+        return PointState(torch.full((data.n_documents, K), 1.0 / K, **kw), e / e.sum(-1, keepdim=True))
+    if not (isinstance(init, (tuple, list)) and len(init) == 2):
+        raise DataError(f"init must be a pair (doc_topic, topic_word) of arrays; got {type(init).__name__}.")
+    m, tw = (np.asarray(a, dtype=np.float64) for a in init)
+    if m.shape != (data.n_documents, K) or tw.shape != (K, data.n_features) or (m < 0).any() or (tw < 0).any():
+        raise DataError(
+            f"init must hold non-negative doc_topic of shape {(data.n_documents, K)} and topic_word of shape "
+            f"{(K, data.n_features)}; got {m.shape} and {tw.shape}."
+        )
+    m = m / np.maximum(m.sum(1, keepdims=True), _TINY)
+    tw = tw / np.maximum(tw.sum(1, keepdims=True), _TINY)
+    return PointState(torch.as_tensor(m, **kw), torch.as_tensor(tw, **kw))
+
+
+def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, selects: list[float]) -> Posterior:
+    state: PointState = run.state
+    stopper: _EarlyStopper | None = run.info["stopper"]
+    loglik, cond = plsa_loglik(data, state)
+    rates = data.rates_at_nonzeros(state.doc_latent, state.topic_word).clamp_min(_TINY)
+    per_doc = torch.zeros(data.n_documents, dtype=data.dtype, device=data.device)
+    per_doc.index_add_(0, data.doc, data.values * torch.log(rates))
+    to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
+    extras: dict[str, np.ndarray] = {
+        "doc_prior": to_np(data.doc_lengths / data.doc_lengths.sum()),
+        "doc_lengths": data.counts.doc_lengths,
+        "kept_documents": data.counts.kept_documents,
+        "component_counts": to_np(state.doc_latent * data.doc_lengths[:, None]),
+    }
+    diagnostics: dict[str, Any] = {
+        "converged": run.converged,
+        "interrupted": run.interrupted,
+        "n_iter": run.n_iter,
+        "log_likelihood": loglik,
+        "conditional_log_likelihood": cond,
+        "train_perplexity": math.exp(-cond / float(data.doc_lengths.sum())),
+        "restart_scores": selects,
+        "best_restart": run.info["restart"],
+        "observation_dim": "document",
+        "tempered": tempered,
+    }
+    if stopper is not None:
+        extras["validation_trace"] = np.asarray(stopper.validation.history)
+        extras["beta_trace"] = np.asarray(stopper.betas)
+        diagnostics.update(best_iter=stopper.best_iter, stopped_early=stopper.stopped,
+                           best_validation_score=stopper.best_score, final_beta=stopper.beta,
+                           unseen_validation_tokens=stopper.validation.n_unseen)
+    coords = {
+        "component": [f"z{k}" for k in range(model.n_aspects)],
+        "feature": list(data.counts.feature_names),
+        "document": list(data.counts.document_names),
+    }
+    return Posterior(
+        model="PLSA",
+        method="tem" if tempered else "em",
+        dims={"topic_word": ("component", "feature"), "doc_topic": ("document", "component")},
+        coords=coords,
+        trace=run.trace,
+        fitted={"topic_word": {"family": "point", "value": to_np(state.topic_word)},
+                "doc_topic": {"family": "point", "value": to_np(state.doc_latent)}},
+        diagnostics=diagnostics,
+        log_likelihood=to_np(per_doc)[None, None, :],
+        extras=extras,
+        hyperparameters=model.hyperparameters(),
+    )
+
+
+@register(PLSA, "em")
+def _plsa_em(model: PLSA, X: Any, **options: Any) -> Posterior:
+    return fit_plsa(model, X, **options)
+
+
+@register(PLSA, "tem")
+def _plsa_tem(model: PLSA, X: Any, **options: Any) -> Posterior:
+    if options.pop("tempered", True) is False:
+        raise DataError("method='tem' is tempered EM; drop tempered=False or use method='em'.")
+    return fit_plsa(model, X, tempered=True, **options)
+
+
+class PLSATransformer:
+    """PLSA as a feature extractor with scikit-learn conventions (Monay et al. 2006, §4).
+
+    ``fit`` runs (tempered) EM on the training documents; ``transform`` folds new documents in and returns
+    their aspect representation P(z | d), the features Monay et al. give an SVM. Drops into a scikit-learn
+    ``Pipeline``.
+
+    Parameters
+    ----------
+    n_aspects : int
+    tempered, early_stopping, validation_fraction, patience, beta_decay, beta_min, max_iter, tol, n_restarts,
+    seed : see :func:`fit_plsa` (validation documents come from ``validation_fraction`` of the training
+    documents, or from ``X_valid`` passed to ``fit``).
+    fold_in_iter : int
+        EM iterations of :func:`fold_in` in ``transform``.
+
+    Attributes
+    ----------
+    components_ : ndarray (n_aspects, n_features), P(x | z)
+    doc_topic_ : ndarray (n_training_documents, n_aspects), P(z | d) of the documents fitted
+    result_ : Posterior of the fit
+
+    Examples
+    --------
+    >>> X = PLSA(2).simulate(40, 12, doc_length=50, seed=1)["counts"]
+    >>> plsa = PLSATransformer(2, seed=0, max_iter=100).fit(X)
+    >>> plsa.transform(X[:3]).shape
+    (3, 2)
+    """
+
+    def __init__(
+        self,
+        n_aspects: int,
+        *,
+        tempered: bool = False,
+        early_stopping: bool = False,
+        validation_fraction: float | None = None,
+        patience: int = 5,
+        beta_decay: float = 0.9,
+        beta_min: float = 0.5,
+        max_iter: int = 300,
+        tol: float = 1e-7,
+        n_restarts: int = 1,
+        fold_in_iter: int = 100,
+        seed: int | None = None,
+    ) -> None:
+        self.n_aspects = n_aspects
+        self.tempered = tempered
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.beta_decay = beta_decay
+        self.beta_min = beta_min
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_restarts = n_restarts
+        self.fold_in_iter = fold_in_iter
+        self.seed = seed
+
+    _PARAMS = ("n_aspects", "tempered", "early_stopping", "validation_fraction", "patience", "beta_decay",
+               "beta_min", "max_iter", "tol", "n_restarts", "fold_in_iter", "seed")
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {p: getattr(self, p) for p in self._PARAMS}
+
+    def set_params(self, **params: Any) -> PLSATransformer:
+        for k, v in params.items():
+            if k not in self._PARAMS:
+                raise DataError(f"set_params got an unknown parameter {k!r}; valid: {list(self._PARAMS)}.")
+            setattr(self, k, v)
+        return self
+
+    def fit(self, X: Any, y: Any = None, *, X_valid: Any = None) -> PLSATransformer:
+        """Fit P(x | z) and the training documents' P(z | d); ``y`` is ignored (unsupervised)."""
+        self.result_ = fit_plsa(
+            PLSA(self.n_aspects), X, tempered=self.tempered, early_stopping=self.early_stopping,
+            X_valid=X_valid, validation_fraction=None if X_valid is not None else self.validation_fraction,
+            patience=self.patience, beta_decay=self.beta_decay, beta_min=self.beta_min, max_iter=self.max_iter,
+            tol=self.tol, n_restarts=self.n_restarts, seed=self.seed, warn=False,
+        )
+        self.components_ = self.result_.mean("topic_word")
+        self.doc_topic_ = self.result_.mean("doc_topic")
+        self.n_features_in_ = self.components_.shape[1]
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Aspect features P(z | d) of ``X`` by fold-in (P(x | z) fixed)."""
+        return fold_in(self, X, max_iter=self.fold_in_iter)
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        """Fit, then fold in ``X`` (the same representation ``transform`` gives new documents)."""
+        return self.fit(X, y, **fit_params).transform(X)
+
+    def score(self, X: Any, y: Any = None, *, fraction: float = 0.5, seed: int = 0) -> float:
+        """Per-token held-out log-likelihood of ``X`` by document completion (fold-in on one part of each
+        document, score the rest; :mod:`latentfs.evaluate.heldout`). Tokens of unseen words are left out."""
+        observed, held = split_documents(X, fraction, seed=seed)
+        tw = _topic_word_of(self)
+        seen = tw.sum(0) > 0
+        mix = fold_in(self, observed, max_iter=self.fold_in_iter)
+        return completion_loglik(tw[:, seen], mix, held[:, seen])
+
+    def perplexity(self, X: Any, **kwargs: Any) -> float:
+        """exp(−score): the per-token held-out perplexity."""
+        return math.exp(-self.score(X, **kwargs))

@@ -1,0 +1,138 @@
+"""DCA component features and the class-as-extra-group classifier (Buntine & Jakulin Section 9; digest §1.9B)."""
+
+import numpy as np
+import pytest
+
+import latentfs
+from latentfs.core.data import DataError
+from latentfs.inference.dca.features import DCAClassifier, DCAFeatures, component_features, fold_in_features
+from latentfs.models import ConditionalGammaPoissonDCA
+
+K, J = 6, 80
+
+
+def _corpus(n, seed, theta):
+    """Three classes; class c mixes components 2c and 2c+1 (plus a little of the rest)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, size=n)
+    alpha = np.full((3, K), 0.05)
+    for c in range(3):
+        alpha[c, 2 * c : 2 * c + 2] = 1.0
+    m = np.stack([rng.dirichlet(alpha[c]) for c in y])
+    X = np.stack([rng.multinomial(60, p) for p in m @ theta]).astype(float)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    theta = np.random.default_rng(0).dirichlet(np.full(J, 0.1), size=K)
+    return _corpus(300, 1, theta), _corpus(200, 2, theta)
+
+
+@pytest.fixture(scope="module")
+def dm_result(data):
+    (X, _), _ = data
+    return latentfs.fit(latentfs.DirichletDCA(K, alpha=0.3), X, method="vb", seed=0, warn=False)
+
+
+def test_component_counts_sum_to_document_lengths_and_respect_the_threshold(dm_result, data):
+    (X, _), _ = data
+    F = component_features(dm_result)
+    raw = dm_result.extras["component_counts"]
+    assert np.array_equal(F, np.where(raw >= 0.01, raw, 0.0))
+    assert np.allclose(F.sum(1), X.sum(1), atol=0.01 * K)  # Σ_k E[c_k] = L, less what the threshold drops
+    assert (component_features(dm_result, threshold=1e9) == 0).all()
+    P = component_features(dm_result, kind="proportions")
+    assert np.allclose(P.sum(1), 1.0)
+
+
+def test_fold_in_is_a_fixed_point_of_the_document_update(dm_result, data):
+    _, (X_test, _) = data
+    theta = dm_result.mean("topic_word")
+    alpha = np.asarray(dm_result.hyperparameters["alpha"])
+    counts = fold_in_features(dm_result, X_test, threshold=0.0)
+    a = counts + alpha
+    from scipy.special import digamma
+
+    e = np.exp(digamma(a) - digamma(a.sum(1, keepdims=True)))
+    z = e @ theta
+    again = alpha + e * ((X_test / z) @ theta.T)  # one more eq. (17) update with Θ fixed
+    assert np.allclose(again, a, atol=1e-5)
+    assert np.allclose(counts.sum(1), X_test.sum(1))
+    empty = fold_in_features(dm_result, np.zeros((1, J)), threshold=0.0)
+    assert np.allclose(empty, 0.0)  # a document with no tokens keeps its prior: E[c] = 0
+
+
+def test_component_features_classify_well_above_chance(data):
+    from sklearn.linear_model import LogisticRegression
+
+    (X, y), (X_test, y_test) = data
+    feats = DCAFeatures(latentfs.DirichletDCA(K, alpha=0.3), kind="proportions", fit_options={"warn": False})
+    train = feats.fit_transform(X)
+    test = feats.transform(X_test)
+    assert train.shape == (300, K) and test.shape == (200, K)
+    accuracy = LogisticRegression(max_iter=2000).fit(train, y).score(test, y_test)
+    assert accuracy > 0.85  # chance is 1/3; measured 0.955
+
+
+@pytest.mark.parametrize("method, options", [
+    ("vb", {"warn": False}),
+    ("gibbs", {"num_warmup": 100, "num_samples": 20, "num_chains": 1, "log_likelihood": False}),
+])
+def test_class_as_extra_group_classifier(data, method, options):
+    (X, y), (X_test, y_test) = data
+    labels = np.array(["earn", "grain", "trade"])
+    clf = DCAClassifier(K, alpha=0.3, method=method, fit_options=options).fit(X, labels[y])
+    proba = clf.predict_proba(X_test)
+    assert proba.shape == (200, 3) and np.allclose(proba.sum(1), 1.0) and (proba >= 0).all()
+    assert clf.classes_.tolist() == labels.tolist()
+    assert (clf.predict(X_test) == labels[y_test]).mean() > 0.85  # chance 1/3; measured 0.95
+    # the class group of the fitted model is one multinomial: normalised within the group
+    theta = clf.result_.mean("topic_word")
+    assert np.allclose(theta[:, J:].sum(1), 1.0) and np.allclose(theta[:, :J].sum(1), 1.0)
+
+
+def test_gap_and_cgp_features_by_fold_in(data):
+    (X, _), (X_test, _) = data
+    gap = latentfs.fit(latentfs.GammaPoissonDCA(K, alpha=0.3), X, method="vb", seed=0, warn=False)
+    F = fold_in_features(gap, X_test, kind="proportions")
+    assert F.shape == (200, K) and np.allclose(F.sum(1), 1.0)
+    cgp = latentfs.fit(ConditionalGammaPoissonDCA(K, alpha=0.3, rho=0.5), X, method="vb", seed=0, max_iter=50,
+                       warn=False)
+    counts = fold_in_features(cgp, X_test)
+    assert np.allclose(counts.sum(1), X_test.sum(1), atol=0.01 * K)
+    assert (counts == 0).mean() > 0.2  # CGP switches components off: sparse features
+    assert component_features(cgp).shape == (300, K)
+
+
+def test_bad_inputs_are_rejected(dm_result, data):
+    (X, y), _ = data
+    with pytest.raises(DataError, match="kind must be one of"):
+        component_features(dm_result, kind="tfidf")
+    with pytest.raises(DataError, match="threshold must be a finite non-negative number"):
+        component_features(dm_result, threshold=-1.0)
+    with pytest.raises(DataError, match="result must be a fitted DCA Posterior"):
+        component_features(np.zeros((2, 2)))
+    with pytest.raises(DataError, match=r"X must have 80 features \(the fitted vocabulary\)"):
+        fold_in_features(dm_result, np.ones((2, 5)))
+    with pytest.raises(DataError, match="max_iter must be a positive integer"):
+        fold_in_features(dm_result, X[:2], max_iter=0)
+    no_counts = latentfs.Posterior(model="DirichletDCA", method="map", dims={}, coords={}, trace=np.zeros(1),
+                                   fitted={"topic_word": {"family": "point", "value": np.ones((1, 2))}})
+    with pytest.raises(DataError, match=r"result must hold extras\['component_counts'\]"):
+        component_features(no_counts)
+    with pytest.raises(DataError, match="this DCAFeatures is not fitted yet"):
+        DCAFeatures(latentfs.DirichletDCA(2)).transform(X)
+    with pytest.raises(DataError, match="this DCAClassifier is not fitted yet"):
+        DCAClassifier(2).predict(X)
+    with pytest.raises(DataError, match="class_weight must be a positive integer"):
+        DCAClassifier(2, class_weight=0).fit(X, y)
+    with pytest.raises(DataError, match="method must be 'vb' or 'gibbs'"):
+        DCAClassifier(2, method="em").fit(X, y)
+    with pytest.raises(DataError, match="y must have one label per sample"):
+        DCAClassifier(2).fit(X, y[:10])
+    with pytest.raises(DataError, match=r"groups must have one entry per feature \(80\)"):
+        DCAClassifier(2, groups=[0, 1]).fit(X, y)
+    clf = DCAClassifier(2, fit_options={"max_iter": 5, "warn": False}).fit(X[:40], y[:40])
+    with pytest.raises(DataError, match=r"X must have 80 features \(as in fit\)"):
+        clf.predict_proba(np.ones((2, 3)))
