@@ -24,8 +24,12 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = "1"
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -218,6 +222,163 @@ def tomotopy_gibbs(train, K, alpha, gamma, split, sweeps, seed):
     return elapsed, document_completion(theta, None, alpha, split=split)
 
 
+# ------------------------------------------------------------------------------------------ whole calls, fresh processes
+# What a user times: one new Python process, the public call with default options, first call included. The
+# corpus and the held-out split are written once to an .npz; each call runs in its own child process
+# (``python benchmarks/dca.py --child NAME --data FILE --k K``), which times only the fit call (wall and CPU)
+# and scores the result with latentfs's document completion. ``NUMBA_CACHE_DIR`` points every child at a cache
+# folder: a fresh empty one ("cold": numba compiles in the call) or one a previous child filled ("warm").
+EVAL_ALPHA = 0.1  # the fold-in α used to score every library (the simulated corpus's true α)
+
+
+def save_problem(path: Path, train, split) -> None:
+    arrays = {}
+    for name, m in (("train", train), ("obs", split[0]), ("held", split[1])):
+        m = sp.csr_matrix(m)
+        arrays.update({f"{name}_data": m.data, f"{name}_indices": m.indices, f"{name}_indptr": m.indptr,
+                       f"{name}_shape": np.array(m.shape)})
+    np.savez(path, **arrays)
+
+
+def load_problem(path: str):
+    d = np.load(path)
+
+    def get(name):
+        return sp.csr_matrix((d[f"{name}_data"], d[f"{name}_indices"], d[f"{name}_indptr"]),
+                             shape=tuple(d[f"{name}_shape"]))
+
+    return get("train"), (get("obs"), get("held"))
+
+
+def _child_latentfs(method: str, n_threads: int = 1):
+    def fit(X, K, split, extra):
+        kw = {"n_threads": n_threads} if n_threads > 1 else {}
+        t0, c0 = time.perf_counter(), time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a ConvergenceWarning would not change the timing
+            post = latentfs.fit(latentfs.DirichletDCA(K), X, method=method, **kw)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        return {"wall": wall, "cpu": cpu, "heldout": document_completion(post, None, EVAL_ALPHA, split=split)}
+
+    return fit
+
+
+def _child_sklearn(X, K, split, extra):
+    from sklearn.decomposition import LatentDirichletAllocation
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    lda = LatentDirichletAllocation(n_components=K, learning_method="batch", random_state=0).fit(X)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"wall": wall, "cpu": cpu, "heldout": document_completion(lda.components_, None, EVAL_ALPHA, split=split)}
+
+
+def _child_tomotopy(X, K, split, extra):
+    """tomotopy LDAModel(k=K) defaults, 1 worker: build + train in steps until the held-out reaches ``target``.
+
+    Returns the curve [(sweeps, wall s, cpu s, held-out)]; evaluation time is excluded from the clocks.
+    """
+    import tomotopy as tp
+
+    target = extra.get("target", np.inf)
+    t0, c0 = time.perf_counter(), time.process_time()
+    model = tp.LDAModel(k=K)
+    for i in range(X.shape[0]):
+        lo, hi = X.indptr[i], X.indptr[i + 1]
+        model.add_doc(np.repeat(X.indices[lo:hi], X.data[lo:hi].astype(int)).astype(str).tolist())
+    model.train(0, workers=1)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    curve, done = [], 0
+    for c in extra.get("checkpoints", [50, 100, 200, 300, 400, 600, 800, 1000]):
+        t0, c0 = time.perf_counter(), time.process_time()
+        model.train(c - done, workers=1)
+        wall, cpu, done = wall + time.perf_counter() - t0, cpu + time.process_time() - c0, c
+        theta = np.full((K, X.shape[1]), 1e-12)
+        cols = np.array([int(w) for w in model.used_vocabs])
+        for k in range(K):
+            theta[k, cols] = model.get_topic_word_dist(k)
+        curve.append((c, wall, cpu, document_completion(theta, None, EVAL_ALPHA, split=split)))
+        if curve[-1][3] >= target:
+            break
+    return {"curve": curve, "wall": wall, "cpu": cpu, "heldout": curve[-1][3]}
+
+
+CHILDREN = {"latentfs-vb": _child_latentfs("vb"), "latentfs-collapsed": _child_latentfs("collapsed_gibbs"),
+            "latentfs-collapsed-2threads": _child_latentfs("collapsed_gibbs", 2),
+            "sklearn-batch": _child_sklearn, "tomotopy": _child_tomotopy}
+
+
+def child_main(name: str, data: str, K: int, extra: str) -> None:
+    X, split = load_problem(data)
+    out = CHILDREN[name](X, K, split, json.loads(extra))
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def fresh_call(name: str, data: Path, K: int, cache_dir: Path, extra: dict | None = None, threads: int = 1) -> dict:
+    """Run one whole call in a new process; returns its JSON plus the process's own wall time."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir), "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": str(threads)}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "dca.py"), "--child", name,
+                           "--data", str(data), "--k", str(K), "--extra", json.dumps(extra or {})],
+                          env=env, capture_output=True, text=True, check=False)
+    line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+    if proc.returncode or not line:
+        raise RuntimeError(f"child {name} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return {**json.loads(line[-1][7:]), "process_wall": time.perf_counter() - t0, "load": os.getloadavg()[0]}
+
+
+def whole_calls(lines: list[str], train, split, K: int, label: str, pairs: list[tuple[str, str]], cold: bool) -> None:
+    """Time each (ours, peer) pair as whole calls in fresh processes; numba cache cold and warm for ours."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "problem.npz"
+        save_problem(data, train, split)
+        lines += [f"### Whole calls in fresh processes: {label}, K={K}", "",
+                  "Each row is one new process running the public call with default options (first call in the "
+                  "process, so numba compilation or cache loading is included); held-out scored by "
+                  f"`latentfs.evaluate.document_completion` with fold-in α = {EVAL_ALPHA} for every library. "
+                  "Times are wall (and CPU) seconds of the call alone; the load average is the machine's at the end.",
+                  "", "| call | numba cache | wall s | CPU s | held-out | load |", "|---|---|---|---|---|---|"]
+        results = {}
+        for ours, peer in pairs:
+            threads = 2 if "2threads" in ours else 1
+            cache = Path(tempfile.mkdtemp(dir=tmp))  # empty: the first call compiles and fills it
+            first = fresh_call(ours, data, K, cache, threads=threads)
+            runs = ([("cold", first)] if cold else []) + [("warm", fresh_call(ours, data, K, cache, threads=threads))]
+            for mode, r in runs:
+                results[(ours, mode)] = r
+                lines.append(f"| `{ours}` | {mode} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['heldout']:.4f} | "
+                             f"{r['load']:.1f} |")
+            if peer and (peer, "") not in results:
+                target = results[(ours, "warm")]["heldout"]
+                r = fresh_call(peer, data, K, Path(tmp) / "peer", {"target": target})
+                results[(peer, "")] = r
+                lines.append(f"| `{peer}` | – | {r['wall']:.2f} | {r['cpu']:.2f} | {r['heldout']:.4f} | "
+                             f"{r['load']:.1f} |")
+                if "curve" in r:
+                    reached = [c for c in r["curve"] if c[3] >= target]
+                    lines.append("")
+                    lines.append(f"{peer} curve (sweeps, wall s, CPU s, held-out): "
+                                 + "; ".join(f"{c[0]}: {c[1]:.2f}/{c[2]:.2f}/{c[3]:.4f}" for c in r["curve"]))
+                    ours_r = results[(ours, "warm")]
+                    if reached:
+                        lines.append(f"**{peer} needs {reached[0][1]:.2f} s wall ({reached[0][2]:.2f} s CPU, "
+                                     f"{reached[0][0]} sweeps) to reach `{ours}`'s default held-out {target:.4f}: "
+                                     f"ratio {reached[0][2] / ours_r['cpu']:.2f}× by CPU, "
+                                     f"{reached[0][1] / ours_r['wall']:.2f}× by wall (warm cache).**")
+                    else:
+                        lines.append(f"{peer} did not reach {target:.4f} within {r['curve'][-1][0]} sweeps.")
+                    lines.append("")
+                else:
+                    ours_r = results[(ours, "warm")]
+                    lines.append("")
+                    lines.append(f"**Default against default: {peer} {r['cpu']:.2f} s CPU / latentfs "
+                                 f"{ours_r['cpu']:.2f} s CPU = {r['cpu'] / ours_r['cpu']:.2f}× (wall "
+                                 f"{r['wall'] / ours_r['wall']:.2f}×); held-out {r['heldout']:.4f} vs "
+                                 f"{ours_r['heldout']:.4f}.**")
+                    lines.append("")
+        print("\n".join(lines[-14:]), flush=True)
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
@@ -229,7 +390,17 @@ def main() -> None:
     parser.add_argument("--corpora", nargs="+", default=["simulated", "reuters"], choices=["simulated", "reuters", "news20"])
     parser.add_argument("--no-gibbs", action="store_true", help="skip the direct-Gibbs comparison")
     parser.add_argument("--no-vb", action="store_true", help="skip the VB comparison")
+    parser.add_argument("--whole", action="store_true", help="only the fresh-process whole-call comparison")
+    parser.add_argument("--no-whole", action="store_true", help="skip the fresh-process whole-call comparison")
+    parser.add_argument("--cold", action="store_true", help="also time a call with an empty numba cache")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--k", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--extra", default="{}", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child_main(args.child, args.data, args.k, args.extra)
+        return
     reps = 1 if args.quick else args.repeats
     lines = [f"# DCA benchmark ({'quick' if args.quick else 'full'})", "", f"Machine: {machine_info()}", "",
              f"Command: `python benchmarks/dca.py{' --quick' if args.quick else ''} --repeats {args.repeats} --corpora "
@@ -242,6 +413,10 @@ def main() -> None:
             if truth is not None:
                 lines.append(f"Oracle held-out (true Θ): {document_completion(truth, None, alpha, split=split):.4f} nats/token")
                 lines.append("")
+            if not args.no_whole and not args.no_vb:
+                whole_calls(lines, train, split, K, name, [("latentfs-vb", "sklearn-batch")], args.cold)
+            if args.whole:
+                continue
             # ---- VB
             sk_iter = 10 if args.quick else 40
             rows = []

@@ -12,19 +12,30 @@ value that every sampler reaches, i.e. the lowest final mean): "throughput at eq
 Held-out values are means over ``--seeds`` chains (1 on the 2.4M-token corpus).
 
 Run: ``python benchmarks/dca_collapsed.py [--quick] [--corpora sim50 reuters news20] [--ks 20 50 200]``.
+
+``--whole`` (issue 15, item 6): the call a user times instead, on sim50 at each ``--ks``: the public
+``latentfs.fit(DirichletDCA(K), X, method="collapsed_gibbs")`` with default options, each in a fresh process
+(numba cache cold with ``--cold``, and warm), beside tomotopy's whole call (``LDAModel(k=K)`` defaults, one
+worker, documents added, trained until it reaches latentfs's held-out), and the same call with
+``n_threads=2`` (helpers shared with ``benchmarks/dca.py``).
+
+``--threads``: engine-only speed and held-out of the document-partitioned sweep, ``n_threads`` 1 against 2,
+wall clock (medians over 25-sweep chunks), same seeds.
 """
 
 from __future__ import annotations
 
 import os
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = "1"
 
 import argparse  # noqa: E402
 import logging  # noqa: E402
 import platform  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
@@ -243,6 +254,39 @@ def machine_info() -> str:
             f"tomotopy {tomotopy.__version__} (ISA {getattr(tomotopy, 'isa', '?')}); lda {lda.__version__}")
 
 
+def thread_speed(train, split, K, alpha, gamma, seeds, sweeps=200, chunk=25) -> list[str]:
+    """Engine-only: wall ns/token/sweep (median over chunks) and final held-out, n_threads 1 against 2."""
+    out = [f"### Threads, engine only: sim50 K={K}, {sweeps} sweeps per run, seeds {list(seeds)}", "",
+           "| n_threads | median wall ns/token/sweep | held-out after the sweeps (per seed) | mean | load |",
+           "|---|---|---|---|---|"]
+    S = int(train.sum())
+    res = {}
+    for nt in (1, 2):
+        for seed in seeds:
+            smp = Latentfs(train, K, alpha, gamma, seed)
+            smp.start()
+            for _ in range(2):  # compile / warm both kernels outside the clock
+                dc.collapsed_step(smp.state, smp.corpus, smp.hyper, smp.gen, sweep="sparse", n_threads=nt)
+            times = []
+            for _ in range(sweeps // chunk):
+                t0 = time.perf_counter()
+                for _ in range(chunk):
+                    dc.collapsed_step(smp.state, smp.corpus, smp.hyper, smp.gen, sweep="sparse", n_threads=nt)
+                times.append((time.perf_counter() - t0) / chunk / S * 1e9)
+            res.setdefault(nt, []).append((times, heldout(smp.topic_word(), split, alpha), os.getloadavg()[0]))
+    for nt, runs in res.items():
+        ns = float(np.median(np.concatenate([r[0] for r in runs])))
+        helds = [r[1] for r in runs]
+        out.append(f"| {nt} | {ns:.1f} | {', '.join(f'{h:.4f}' for h in helds)} | {np.mean(helds):.4f} | "
+                   f"{np.mean([r[2] for r in runs]):.1f} |")
+    ns1 = float(np.median(np.concatenate([r[0] for r in res[1]])))
+    ns2 = float(np.median(np.concatenate([r[0] for r in res[2]])))
+    out += ["", f"**2 threads: {ns1 / ns2:.2f}× its own one-thread speed (wall); held-out difference "
+            f"{np.mean([r[1] for r in res[2]]) - np.mean([r[1] for r in res[1]]):+.4f} nats/token.**", ""]
+    print("\n".join(out), flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -251,8 +295,31 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3, help="seeds per sampler (small corpora; 1 on big ones)")
     ap.add_argument("--lda-max-sweeps", type=int, default=50, help="cap the lda package's sweeps on big corpora")
     ap.add_argument("--reference", action="store_true", help="also time the O(K) reference sweep")
+    ap.add_argument("--whole", action="store_true", help="fresh-process whole calls on sim50 at --ks (no engine run)")
+    ap.add_argument("--cold", action="store_true", help="with --whole: also a call with an empty numba cache")
+    ap.add_argument("--whole-threads", action="store_true", help="with --whole: also the call with n_threads=2")
+    ap.add_argument("--threads", action="store_true", help="engine-only n_threads 1 vs 2 on sim50 at --ks")
+    ap.add_argument("--out", default=None, help="write the --whole / --threads tables here")
     args = ap.parse_args()
-    print(machine_info())
+    print(machine_info(), f"; load average {os.getloadavg()}")
+    if args.whole or args.threads:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from dca import whole_calls  # noqa: PLC0415
+
+        X, _, desc = load_corpus("sim50", args.quick)
+        train, split = train_test(X)
+        lines = [f"sim50: {desc}; train {train.shape[0]} docs, {int(train.sum())} tokens; held-out "
+                 f"{split[0].shape[0]} docs", ""]
+        for K in args.ks:
+            if args.whole:
+                pairs = [("latentfs-collapsed", "tomotopy")]
+                pairs += [("latentfs-collapsed-2threads", "")] if args.whole_threads else []
+                whole_calls(lines, train, split, K, "sim50", pairs, args.cold)
+            if args.threads:
+                lines += thread_speed(train, split, K, 0.1, 0.01, range(args.seeds))
+        if args.out:
+            Path(args.out).write_text("\n".join(lines) + "\n")
+        return
     # Compile the numba kernels before timing anything.
     warm = latentfs.DirichletDCA(2, alpha=0.5)
     latentfs.fit(warm, warm.simulate(n_documents=5, n_features=6, doc_length=10, seed=0)["counts"],

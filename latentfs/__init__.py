@@ -18,17 +18,26 @@ from latentfs.core.driver import ConvergenceWarning, InterruptedFitWarning
 from latentfs.core.registry import fit, methods_for
 from latentfs.core.results import Posterior, load
 from latentfs.core.weights import FeatureWeights
-from latentfs.inference.dca import DCAClassifier, DCAFeatures, top_words, word_importance, word_relevance
-from latentfs.inference.factor import communalities, loading_weights
+from latentfs.inference.dca import DCA, DCAClassifier, DCAFeatures, top_words, word_importance, word_relevance
+from latentfs.inference.factor import FactorAnalyzer, communalities, loading_weights
 from latentfs.inference.hdda import HDDA, HDDC, hdda_feature_weights
-from latentfs.inference.mixture import MixtureSeparationSelector, mixture_feature_weights
-from latentfs.inference.plsa import PLSATransformer
+from latentfs.inference.hmm import state_marginals, viterbi
+from latentfs.inference.mixture import (
+    GaussianMixtureClusterer,
+    LatentClassClusterer,
+    LatentProfileClusterer,
+    MixtureSeparationSelector,
+    mixture_feature_weights,
+)
+from latentfs.inference.plsa import PLSAEstimator, PLSATransformer
 from latentfs.models import (
     PLSA,
+    CategoricalHMM,
     ConditionalGammaPoissonDCA,
     DirichletDCA,
     FactorAnalysis,
     GammaPoissonDCA,
+    GaussianHMM,
     GaussianMixture,
     HDDAModel,
     LatentClass,
@@ -40,27 +49,35 @@ from latentfs.models import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CategoricalHMM",
     "ConditionalGammaPoissonDCA",
     "ConvergenceWarning",
+    "DCA",
     "DCAClassifier",
     "DCAFeatures",
     "DataError",
     "DataWarning",
     "DirichletDCA",
     "FactorAnalysis",
+    "FactorAnalyzer",
     "FeatureWeights",
     "GammaPoissonDCA",
+    "GaussianHMM",
     "GaussianMixture",
+    "GaussianMixtureClusterer",
     "HDDA",
     "HDDAModel",
     "HDDC",
     "InterruptedFitWarning",
     "LatentClass",
+    "LatentClassClusterer",
     "LatentProfile",
+    "LatentProfileClusterer",
     "LoadingConstraints",
     "MixtureOfFactorAnalyzers",
     "MixtureSeparationSelector",
     "PLSA",
+    "PLSAEstimator",
     "PLSATransformer",
     "Posterior",
     "__version__",
@@ -71,7 +88,9 @@ __all__ = [
     "loading_weights",
     "methods_for",
     "mixture_feature_weights",
+    "state_marginals",
     "top_words",
+    "viterbi",
     "word_importance",
     "word_relevance",
 ]

@@ -43,9 +43,8 @@ import numpy as np
 import torch
 
 import latentfs
-from latentfs import DirichletDCA, GammaPoissonDCA
-from latentfs.inference.plsa.em import PLSATransformer, fold_in
-from latentfs.models.plsa import PLSA
+from latentfs import PLSA, DirichletDCA, GammaPoissonDCA, PLSATransformer, plots
+from latentfs.inference.plsa import fold_in
 
 torch.set_num_threads(1)
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"
@@ -85,9 +84,6 @@ for name, r in [("EM to convergence", plain), ("EM + early stopping", stopped), 
     print(f"{name:22s} iterations {d['n_iter']:4d}, training perplexity {d['train_perplexity']:8.1f}{extra}")
 
 # %%
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(1, 2, figsize=(9, 3))
@@ -127,23 +123,21 @@ for name, r in [("EM to convergence", plain), ("EM + early stopping", stopped), 
 #
 # A new document's aspect mixture P(z | d_new) is found by EM on eq. (2) and (4) with P(x | z) fixed. One
 # fold-in iteration from a training document's own P(z | d) is exactly the document part of one more EM
-# step, so at EM's fixed point fold-in stays put; the distance it still moves measures how far EM is from
-# convergence. Doubling a document's counts changes nothing.
+# step (the test suite checks this against the engine), so at EM's fixed point fold-in stays put; the
+# distance it still moves measures how far EM is from convergence. Doubling a document's counts changes
+# nothing.
 
 # %%
-from latentfs.inference.dca.common import prepare
-from latentfs.inference.dca.em import PointState, plsi_step
-
-m_train, theta_train = plain.mean("doc_topic"), plain.mean("topic_word")
+m_train = plain.mean("doc_topic")
 again = fold_in(plain, X_train, init=m_train, max_iter=1)
-next_em, _ = plsi_step(prepare(X_train), PointState(torch.as_tensor(m_train), torch.as_tensor(theta_train)))
-print("max |fold-in step − next EM step| :", float(np.abs(again - next_em.doc_latent.numpy()).max()))
 print("max |fold-in step − fitted P(z|d)|:", float(np.abs(again - m_train).max()), "(EM's remaining movement)")
 print("fold-in of counts vs doubled counts:",
       float(np.abs(fold_in(plain, X_test[:5]) - fold_in(plain, 2 * X_test[:5])).max()))
 theta = plain.mean("topic_word")
 for k in range(3):
     print(f"aspect {k}:", " ".join(vocab[np.argsort(-theta[k])[:8]]))
+plots.topic_summary(plain, feature_names=vocab, n_words=8, components=range(4))
+plt.show()
 
 # %% [markdown]
 # ## 3. Aspect features for a classifier
@@ -197,6 +191,18 @@ for name, per in errors.items():
 print("Monay et al. Table 3 (7 image classes, SVM):")
 print("    PLSA     11.1 (1.6)     12.5 (1.5)     18.1 (2.7)     21.7 (1.7)")
 print("     BOV     11.1 (2.0)     13.5 (2.0)     21.8 (3.6)     26.7 (2.8)")
+fig, ax = plt.subplots(figsize=(6, 3.4))
+paper = {"PLSA aspects": [11.1, 12.5, 18.1, 21.7], "raw word counts": [11.1, 13.5, 21.8, 26.7]}
+for i, (name, per) in enumerate(errors.items()):
+    ax.errorbar([100 * f for f in fractions], [np.mean(per[f]) for f in fractions],
+                yerr=[np.std(per[f]) for f in fractions], fmt="o-", color=f"C{i}", capsize=3, label=f"ours: {name}")
+    ax.plot([100 * f for f in fractions], paper[name], "x--", color=f"C{i}", alpha=0.6,
+            label="Monay et al. Table 3: " + ("PLSA" if i == 0 else "bag of visterms"))
+ax.set(xscale="log", xlabel="% of training labels used", ylabel="total error %",
+       title=f"Aspect features when labels are scarce ({n_splits} splits)")
+ax.legend(fontsize=7)
+fig.tight_layout()
+plt.show()
 
 # %% [markdown]
 # How to read this against Monay et al.: their task is 7-way image classification with 1,776 images and an
@@ -239,8 +245,8 @@ print("max |Θ_NMF − Θ_PLSI|:", float(np.abs(nmf.mean("topic_word") - plsi.me
 # training vocabulary (the maximum-likelihood fits give unseen words probability 0).
 
 # %%
+from latentfs.evaluate import document_completion, split_documents
 from latentfs.evaluate.coherence import align_components, topic_coherence
-from latentfs.evaluate.heldout import document_completion, split_documents
 
 seen = np.asarray(X_train.sum(0)).ravel() > 0
 test_seen = X_test[:, seen]

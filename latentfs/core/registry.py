@@ -6,6 +6,8 @@ pair raises an error that lists the methods the model has.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -57,14 +59,43 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
     _load_engines()
     if method is None:
         method = getattr(model, "default_method", None)
+    if isinstance(model, type):
+        raise DataError(
+            f"model must be a model instance, not the class {model.__name__}; write {model.__name__}(n_components)."
+        )
     for cls in type(model).__mro__:
         engine = _ENGINES.get((cls, method))  # type: ignore[arg-type]
         if engine is not None:
+            _check_options(engine, options, type(model).__name__, method)  # type: ignore[arg-type]
             return engine(model, data, **options)
     available = methods_for(model)
     if not available:
         raise DataError(f"model must be a latentfs model with registered engines; got {type(model).__name__}.")
     raise DataError(f"method must be one of {available} for {type(model).__name__}; got {method!r}.")
+
+
+def engine_options(engine: Callable[..., Any]) -> list[str] | None:
+    """The option names an engine accepts (its parameters after ``model`` and ``data``), or None when it
+    takes arbitrary ``**options`` and cannot be checked."""
+    params = list(inspect.signature(engine).parameters.values())[2:]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    named = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in params if p.kind in named]
+
+
+def _check_options(engine: Callable[..., Any], options: dict[str, Any], model: str, method: str) -> None:
+    valid = engine_options(engine)
+    if valid is None:
+        return
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        close = {u: difflib.get_close_matches(u, valid, n=1) for u in unknown}
+        hints = "".join(f" Did you mean {c[0]!r} for {u!r}?" for u, c in close.items() if c)
+        raise DataError(
+            f"options {unknown} are not options of method {method!r} for {model}; valid options: {sorted(valid)}."
+            + hints
+        )
 
 
 def _load_engines() -> None:

@@ -1,9 +1,21 @@
-"""Label switching: align component-indexed draws across chains by Hungarian matching.
+"""Label switching: one relabelling mechanism for every component-indexed output.
 
-Mixture-like models are invariant to permuting their components, so chains settle on different
-labelings. Before any cross-chain diagnostic, each chain's components are permuted to best match a
-reference chain (FIELD_NOTES: R-hat 1.68 → 1.008 in a mixture test). The permutation applied to each
-chain is returned so that results can record it (DESIGN.md, contract 3).
+Mixture-like models are invariant to permuting their components, so a sampler's draws carry arbitrary
+labels: chains settle on different labelings, and a chain may switch labels between draws. Every summary,
+band and diagnostic of a component-indexed site is only meaningful after the draws are relabelled.
+
+:func:`relabel_draws` relabels **each draw** (across and within chains) by Stephens' (2000) relabelling
+algorithm with a squared-error loss: starting from a pivot (one draw of the first chain), each draw's
+components are matched to the pivot by the Hungarian algorithm (SciPy's ``linear_sum_assignment``), the
+pivot becomes the mean of the relabelled draws, and the two steps repeat until no permutation changes.
+(Stephens, "Dealing with label switching in mixture models", JRSS B 62, 2000, Algorithm 2; the ECR
+algorithms of Papastamoulis & Iliopoulos 2010 use the same per-draw matching to a pivot.) Memory is
+O(K² + K·M) per draw, never K²·M. The permutations are returned so that results record them (DESIGN.md,
+contract 3); :func:`apply_draw_permutations` applies them to every site sharing the component dimension.
+
+Chain-level outputs (running means over a chain's draws) cannot be relabelled draw by draw; they take each
+chain's modal permutation (:func:`modal_permutations`), and the share of draws that disagree with it is
+reported so that a result can warn when such outputs mix labels.
 """
 
 from __future__ import annotations
@@ -11,14 +23,20 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["matching_permutation", "align_chains", "apply_permutations"]
+__all__ = [
+    "apply_draw_permutations",
+    "apply_permutations",
+    "matching_permutation",
+    "modal_permutations",
+    "relabel_draws",
+]
 
 
 def matching_permutation(reference: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, float]:
     """Permutation ``p`` minimising Σ_k ‖reference[k] − other[p[k]]‖₁ (rows are components).
 
     Returns ``p`` (so that ``other[p]`` is aligned with ``reference``) and the mean L1 distance per
-    component after alignment.
+    component after alignment. Memory is O(K² + K·M): the cost matrix is built one component at a time.
 
     Examples
     --------
@@ -28,27 +46,82 @@ def matching_permutation(reference: np.ndarray, other: np.ndarray) -> tuple[np.n
     """
     ref = np.asarray(reference, dtype=np.float64).reshape(reference.shape[0], -1)
     oth = np.asarray(other, dtype=np.float64).reshape(other.shape[0], -1)
-    cost = np.abs(ref[:, None, :] - oth[None, :, :]).sum(-1)
+    cost = np.empty((ref.shape[0], oth.shape[0]))
+    for k in range(ref.shape[0]):
+        cost[k] = np.abs(ref[k][None, :] - oth).sum(-1)
     rows, cols = linear_sum_assignment(cost)
     perm = np.empty(ref.shape[0], dtype=np.int64)
     perm[rows] = cols
     return perm, float(cost[rows, cols].mean())
 
 
-def align_chains(site_draws: np.ndarray, component_axis: int = 0, reference_chain: int = 0) -> list[np.ndarray]:
-    """Permutations aligning each chain of ``site_draws`` (chain, draw, *shape) to a reference chain.
+def _squared_costs(pivot: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """‖pivot_k − block_n,j‖² for a block of draws (n, K, M) → (n, K, K), without an (n, K, K, M) array."""
+    p2 = (pivot**2).sum(-1)  # (K,)
+    b2 = (block**2).sum(-1)  # (n, K)
+    cross = np.einsum("km,njm->nkj", pivot, block)
+    return p2[None, :, None] + b2[:, None, :] - 2.0 * cross
 
-    ``component_axis`` indexes the component axis within the site shape. The chains are compared by
-    their posterior means.
+
+def relabel_draws(
+    draws: np.ndarray, component_axis: int = 0, *, max_iter: int = 20, block: int = 64
+) -> tuple[np.ndarray, int]:
+    """Per-draw permutations relabelling ``draws`` (chain, draw, *shape) to one labelling.
+
+    ``component_axis`` indexes the component axis within the site shape. Returns ``perms`` of shape
+    (chain, draw, K), with ``draws[c, d]`` taken at ``perms[c, d]`` along the component axis being the
+    relabelled draw, and the number of pivot iterations used.
+
+    Examples
+    --------
+    >>> a = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> x = np.stack([a, a[::-1], a])[None]        # one chain whose 2nd draw switched labels
+    >>> relabel_draws(x)[0][0].tolist()
+    [[0, 1], [1, 0], [0, 1]]
     """
-    means = site_draws.mean(axis=1)  # (chain, *shape)
-    means = np.moveaxis(means, component_axis + 1, 1)
-    ref = means[reference_chain]
-    return [matching_permutation(ref, means[c])[0] for c in range(means.shape[0])]
+    x = np.moveaxis(np.asarray(draws, dtype=np.float64), component_axis + 2, 2)
+    c, d, k = x.shape[:3]
+    flat = x.reshape(c * d, k, -1)
+    perms = np.tile(np.arange(k), (c * d, 1))
+    pivot = flat[d - 1].copy()  # the last draw of chain 0: a labelling the sampler actually visited
+    it = 0
+    for it in range(1, max_iter + 1):
+        new = np.empty_like(perms)
+        for start in range(0, c * d, block):
+            costs = _squared_costs(pivot, flat[start : start + block])
+            for i, cost in enumerate(costs):
+                rows, cols = linear_sum_assignment(cost)
+                new[start + i, rows] = cols
+        changed = not np.array_equal(new, perms)
+        perms = new
+        relabelled = np.take_along_axis(flat, perms[:, :, None], axis=1)
+        pivot = relabelled.mean(axis=0)
+        if not changed and it > 1:
+            break
+    return perms.reshape(c, d, k), it
+
+
+def apply_draw_permutations(site_draws: np.ndarray, perms: np.ndarray, component_axis: int) -> np.ndarray:
+    """Permute the component axis (within the site shape) of each draw: ``perms`` is (chain, draw, K)."""
+    arr = np.asarray(site_draws)
+    axis = component_axis + 2
+    shape = [1] * arr.ndim
+    shape[0], shape[1], shape[axis] = perms.shape
+    return np.take_along_axis(arr, perms.reshape(shape), axis=axis)
+
+
+def modal_permutations(perms: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each chain's most frequent permutation and the share of its draws that use another one."""
+    modes, off = [], []
+    for chain in perms:
+        uniq, counts = np.unique(chain, axis=0, return_counts=True)
+        modes.append(uniq[int(np.argmax(counts))])
+        off.append(1.0 - counts.max() / chain.shape[0])
+    return modes, np.asarray(off)
 
 
 def apply_permutations(site_draws: np.ndarray, perms: list[np.ndarray], component_axis: int) -> np.ndarray:
-    """Permute the component axis (within the site shape) of each chain by its permutation."""
+    """Permute the component axis (within the site shape) of each chain by one permutation per chain."""
     out = np.empty_like(site_draws)
     axis = component_axis + 1  # within one chain's (draw, *shape) array
     for c, p in enumerate(perms):

@@ -17,9 +17,21 @@ from typing import Any
 import numpy as np
 
 from latentfs.core.data import DataError
-from latentfs.core.relabel import align_chains, apply_permutations
+from latentfs.core.relabel import apply_draw_permutations, apply_permutations, modal_permutations, relabel_draws
 
 __all__ = ["Posterior", "load", "split_rhat"]
+
+# Convergence thresholds (Vehtari, Gelman, Simpson, Carpenter & Bürkner 2021, "Rank-normalization,
+# folding, and localization: an improved R̂", Bayesian Analysis 16): R̂ below 1.01 and bulk and tail ESS of
+# at least 100 per chain before the draws are used.
+RHAT_MAX = 1.01
+ESS_PER_CHAIN = 100
+# At most this many entries of a site are checked with ArviZ (~1.3 ms an entry): the ones with the largest
+# posterior means, which are the ones people read (topic words, loadings), plus a regular sample of the rest.
+_CHECK_ENTRIES = 400
+# Chain-level running means are relabelled by the chain's modal permutation; past this share of draws in
+# another labelling they mix labels visibly and the result warns.
+_SWITCH_TOLERANCE = 0.05
 
 _FORMAT = "latentfs.Posterior/1"
 
@@ -91,8 +103,9 @@ class Posterior:
         The objective (bound, log-likelihood or log joint) per iteration.
     diagnostics : dict
         JSON-friendly diagnostics (convergence flags, R-hat, timing…).
-    log_likelihood : ndarray (chain, draw, n_observations), optional
-        Pointwise log-likelihood (per document / row), discrete latents summed out.
+    log_likelihood : ndarray (chain, draw, n_observations) or a callable returning one, optional
+        Pointwise log-likelihood (per document / row), discrete latents summed out. A callable is
+        evaluated on first use (:attr:`log_likelihood`), so a fit does not pay for it unless asked.
     extras : dict name -> ndarray
         Engine-specific outputs (for example the expected component counts of each document).
     hyperparameters : dict
@@ -112,7 +125,7 @@ class Posterior:
         draws: dict[str, np.ndarray] | None = None,
         fitted: dict[str, dict[str, Any]] | None = None,
         diagnostics: dict[str, Any] | None = None,
-        log_likelihood: np.ndarray | None = None,
+        log_likelihood: np.ndarray | Any | None = None,
         extras: dict[str, np.ndarray] | None = None,
         hyperparameters: dict[str, Any] | None = None,
         alignment: dict[str, Any] | None = None,
@@ -132,7 +145,12 @@ class Posterior:
             if spec["family"] not in _FAMILIES:
                 raise DataError(f"fitted[{site!r}] has unknown family {spec['family']!r}; known: {sorted(_FAMILIES)}.")
         self.diagnostics = dict(diagnostics or {})
-        self.log_likelihood = None if log_likelihood is None else np.asarray(log_likelihood, dtype=np.float64)
+        # A callable is computed on first use (pointwise log-likelihoods of variational fits are costly).
+        self._log_likelihood_fn = log_likelihood if callable(log_likelihood) else None
+        self._log_likelihood = (
+            None if log_likelihood is None or callable(log_likelihood) else np.asarray(log_likelihood, np.float64)
+        )
+        self.relabel_permutations: np.ndarray | None = None
         self.extras = {k: np.asarray(v) for k, v in (extras or {}).items()}
         self.hyperparameters = dict(hyperparameters or {})
         self.alignment = alignment
@@ -140,12 +158,42 @@ class Posterior:
 
     # ------------------------------------------------------------------ vocabulary
     @property
+    def log_likelihood(self) -> np.ndarray | None:
+        """Pointwise log-likelihood (chain, draw, n_observations), computed on first use if it is lazy."""
+        return self.pointwise_log_likelihood()
+
+    @log_likelihood.setter
+    def log_likelihood(self, value: np.ndarray | Any | None) -> None:
+        self._log_likelihood_fn = value if callable(value) else None
+        self._log_likelihood = None if value is None or callable(value) else np.asarray(value, np.float64)
+
+    def pointwise_log_likelihood(self) -> np.ndarray | None:
+        if self._log_likelihood is None and self._log_likelihood_fn is not None:
+            self._log_likelihood = np.asarray(self._log_likelihood_fn(), dtype=np.float64)
+            self._log_likelihood_fn = None
+        return self._log_likelihood
+
+    @property
     def sites(self) -> list[str]:
         return sorted(set(self._draws) | set(self._fitted))
 
     @property
     def is_sampled(self) -> bool:
         return bool(self._draws)
+
+    def kind(self, site: str | None = None) -> str:
+        """What the result holds for ``site`` (or for every site): ``"draws"`` (a sampler),
+        ``"distribution"`` (a fitted variational distribution) or ``"point"`` (an estimate, no uncertainty).
+        A result whose sites differ is ``"mixed"``."""
+        sites = [site] if site is not None else self.sites
+        kinds = set()
+        for s in sites:
+            self._check_site(s)
+            if s in self._draws:
+                kinds.add("draws")
+            else:
+                kinds.add("point" if self._fitted[s]["family"] == "point" else "distribution")
+        return kinds.pop() if len(kinds) == 1 else "mixed"
 
     def _check_site(self, site: str) -> None:
         if site not in self._draws and site not in self._fitted:
@@ -155,13 +203,18 @@ class Posterior:
         """Draws of ``site`` shaped ``(chain, draw, *site_shape)``.
 
         For samplers these are the stored draws (``num_draws`` and ``seed`` are ignored). For a fitted
-        distribution, ``num_draws`` draws from it form one chain (a point estimate repeats).
+        distribution, ``num_draws`` draws from it form one chain. A point estimate is not a distribution:
+        its "draws" are the point itself, once, shaped ``(1, 1, *site_shape)``.
         """
         self._check_site(site)
         if site in self._draws:
             return self._draws[site]
         spec = self._fitted[site]
         params = {k: v for k, v in spec.items() if k != "family"}
+        if spec["family"] == "point":
+            return np.asarray(params["value"])[None, None]
+        if isinstance(num_draws, bool) or not isinstance(num_draws, (int, np.integer)) or num_draws < 1:
+            raise DataError(f"num_draws must be an integer ≥ 1; got {num_draws!r}. Ask for at least one draw.")
         rng = np.random.default_rng(seed)
         return _FAMILIES[spec["family"]]["sample"](params, int(num_draws), rng)[None]
 
@@ -180,73 +233,211 @@ class Posterior:
         return dict(self._fitted[site])
 
     # ------------------------------------------------------------------ alignment
-    def align(self, site: str, component_dim: str = "component") -> Posterior:
-        """Permute the components of every chain to match chain 0 (in place); records the permutation.
+    def align(
+        self,
+        site: str,
+        component_dim: str = "component",
+        *,
+        chain_extras: dict[str, int] | None = None,
+        also: tuple[str, ...] = (),
+    ) -> Posterior:
+        """Relabel the components of every draw, within and across chains (in place); records how.
 
-        Every stored site with a ``component_dim`` axis is permuted the same way.
+        Each draw of ``site`` is matched to one pivot labelling (:func:`latentfs.core.relabel.relabel_draws`,
+        Stephens 2000), and every stored site with a ``component_dim`` axis is permuted the same way, draw by
+        draw; dims named in ``also`` index the same components (the destination state of a transition
+        matrix, say) and are permuted the same way. ``chain_extras`` maps the name of an extras array
+        shaped ``(chain, ...)`` (a running mean over a chain's draws) to its component axis within one chain's array; each is permuted by its chain's
+        modal permutation, and if more than 5% of a chain's draws were in another labelling a
+        :class:`~latentfs.core.driver.ConvergenceWarning` says that such outputs mix labels. The result's
+        ``alignment`` records the method, each chain's modal permutation (``permutations``) and switch share;
+        ``relabel_permutations`` holds every draw's permutation (chain, draw, K).
         """
-        if site not in self._draws or self._draws[site].shape[0] < 2:
+        import warnings
+
+        from latentfs.core.driver import ConvergenceWarning
+
+        if site not in self._draws:
             return self
         axis = self.dims[site].index(component_dim)
-        perms = align_chains(self._draws[site], component_axis=axis)
+        perms, iterations = relabel_draws(self._draws[site], component_axis=axis)
         for s, arr in self._draws.items():
-            if component_dim in self.dims.get(s, ()):
-                self._draws[s] = apply_permutations(arr, perms, self.dims[s].index(component_dim))
+            for ax, name in enumerate(self.dims.get(s, ())):
+                if name == component_dim or name in also:
+                    arr = apply_draw_permutations(arr, perms, ax)
+            self._draws[s] = arr
+        modes, switched = modal_permutations(perms)
+        for name, comp_axis in (chain_extras or {}).items():
+            arr = self.extras[name]
+            if arr.shape[0] != perms.shape[0]:
+                raise DataError(
+                    f"chain_extras[{name!r}] must have one entry per chain ({perms.shape[0]}); got shape "
+                    f"{arr.shape}. Keep per-chain arrays until the result is aligned."
+                )
+            self.extras[name] = apply_permutations(arr[:, None], modes, comp_axis)[:, 0]
+        if chain_extras and float(switched.max()) > _SWITCH_TOLERANCE:
+            warnings.warn(
+                f"labels switched within a chain ({float(switched.max()):.0%} of one chain's draws are in "
+                f"another labelling); the chain-level outputs {sorted(chain_extras)} mix components. Store "
+                "the per-draw sites instead (store=...), or run a longer warm-up.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.relabel_permutations = perms
         self.alignment = {
+            "method": "per-draw Hungarian matching to an iterated pivot (Stephens 2000)",
             "site": site,
             "dim": component_dim,
-            "reference_chain": 0,
-            "permutations": [p.tolist() for p in perms],
+            "iterations": int(iterations),
+            "permutations": [m.tolist() for m in modes],
+            "switch_share": switched.tolist(),
+            "chain_extras": sorted(chain_extras or {}),
         }
         return self
 
+    # ------------------------------------------------------------------ convergence
+    def check_convergence(self, sites: Iterable[str] | None = None, *, warn: bool = True) -> dict[str, Any]:
+        """Rank-normalised split-R̂ and bulk / tail ESS of the sampled sites (ArviZ), after relabelling.
+
+        Stored in ``diagnostics["convergence"]`` as ``{site: {"r_hat_max", "ess_bulk_min", "ess_tail_min",
+        "entries_checked", "n_entries"}}``; with ``warn`` a :class:`~latentfs.core.driver.ConvergenceWarning`
+        names each site whose R̂ exceeds 1.01 or whose ESS is below 100 per chain, with the remedy. Sites
+        with many entries are checked on the 400 entries with the largest posterior means plus a regular
+        sample of the rest (``entries_checked`` says how many).
+        """
+        import warnings
+
+        import arviz as az
+
+        from latentfs.core.driver import ConvergenceWarning
+
+        out: dict[str, Any] = {}
+        names = [s for s in (sites if sites is not None else self._draws) if s in self._draws]
+        for site in names:
+            x = np.asarray(self._draws[site], dtype=np.float64)
+            chains, n = x.shape[:2]
+            flat = x.reshape(chains, n, -1)
+            idx = _entries_to_check(flat)
+            sub = flat[:, :, idx]
+            varying = sub.std(axis=(0, 1)) > 0
+            entry: dict[str, Any] = {"entries_checked": int(idx.size), "n_entries": int(flat.shape[2])}
+            if chains < 2 or n < 4 or not varying.any():
+                entry.update(r_hat_max=float("nan"), ess_bulk_min=float("nan"), ess_tail_min=float("nan"))
+                out[site] = entry
+                continue
+            ds = az.convert_to_dataset({"x": sub[:, :, varying]})
+            # ArviZ's numba paths compile on first use in every process (seconds) and are slower than
+            # its numpy paths at these sizes: use the numpy paths, and leave the caller's setting as it was.
+            numba_was_on = bool(getattr(az.Numba, "numba_flag", False))
+            if numba_was_on:
+                az.Numba.disable_numba()
+            try:
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    rhat = np.asarray(az.rhat(ds, method="rank")["x"])
+                    bulk = np.asarray(az.ess(ds, method="bulk")["x"])
+                    tail = np.asarray(az.ess(ds, method="tail")["x"])
+            finally:
+                if numba_was_on:
+                    az.Numba.enable_numba()
+            entry.update(
+                r_hat_max=float(np.nanmax(rhat)) if np.isfinite(rhat).any() else float("nan"),
+                ess_bulk_min=float(np.nanmin(bulk)) if np.isfinite(bulk).any() else float("nan"),
+                ess_tail_min=float(np.nanmin(tail)) if np.isfinite(tail).any() else float("nan"),
+            )
+            out[site] = entry
+            if warn:
+                problems = []
+                if entry["r_hat_max"] > RHAT_MAX:
+                    problems.append(f"max R̂ {entry['r_hat_max']:.3f} > {RHAT_MAX}")
+                need = ESS_PER_CHAIN * chains
+                for key, label in (("ess_bulk_min", "bulk"), ("ess_tail_min", "tail")):
+                    if entry[key] < need:
+                        problems.append(f"min {label} ESS {entry[key]:.0f} < {need}")
+                if problems:
+                    warnings.warn(
+                        f"{self.method} on {self.model}: site {site!r} has not converged ({'; '.join(problems)}, "
+                        f"{chains} chains × {n} draws). Its means and bands are unreliable: raise num_warmup and "
+                        "num_samples, or use more chains.",
+                        ConvergenceWarning,
+                        stacklevel=2,
+                    )
+        self.diagnostics["convergence"] = out
+        return out
+
     # ------------------------------------------------------------------ summaries
     def rhat(self, site: str) -> np.ndarray:
-        """Split-R̂ of each entry of a sampled site (after alignment)."""
+        """Split-R̂ of each entry of a sampled site (after alignment), the classic BDA3 form; the
+        rank-normalised R̂ that the warnings use is in :meth:`check_convergence`."""
         self._check_site(site)
         if site not in self._draws:
             raise DataError(f"rhat needs draws from a sampler; site {site!r} comes from {self.method!r}.")
         return split_rhat(self._draws[site])
 
     def summary(self, sites: Iterable[str] | None = None, *, max_entries: int = 200, level: float = 0.9) -> Any:
-        """A pandas DataFrame: mean, sd, equal-tailed interval and (for samplers) split-R̂ per entry.
+        """A pandas DataFrame: kind, mean, sd, equal-tailed interval and (for samplers) split-R̂ per entry.
+
+        A point estimate (``kind == "point"``) has no sd and no interval (NaN): it is not a distribution.
 
         Sites with more than ``max_entries`` entries are summarised by one row of aggregates (mean of
         the entries' means, max R̂) instead of row by row.
         """
         import pandas as pd
 
+        _check_level(level)
         rows = []
         for site in sites if sites is not None else self.sites:
             x = self.samples(site)
             flat = x.reshape(x.shape[0], x.shape[1], -1)
-            lo, hi = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=(0, 1))
-            mean, sd = flat.mean(axis=(0, 1)), flat.std(axis=(0, 1))
+            mean = flat.mean(axis=(0, 1))
+            if flat.shape[0] * flat.shape[1] < 2:
+                # A point estimate: no spread and no interval to report.
+                sd = lo = hi = np.full(flat.shape[2], np.nan)
+            else:
+                lo, hi = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=(0, 1))
+                sd = flat.std(axis=(0, 1))
             rh = split_rhat(flat) if site in self._draws and flat.shape[0] >= 2 else np.full(flat.shape[2], np.nan)
+            kind = self.kind(site)
             if flat.shape[2] <= max_entries:
                 names = _entry_names(site, x.shape[2:], self.dims.get(site, ()), self.coords)
                 for i, name in enumerate(names):
-                    rows.append((name, mean[i], sd[i], lo[i], hi[i], rh[i]))
+                    rows.append((name, kind, mean[i], sd[i], lo[i], hi[i], rh[i]))
             else:
                 rmax = np.nanmax(rh) if np.isfinite(rh).any() else np.nan
-                rows.append((f"{site}[{flat.shape[2]} entries]", mean.mean(), sd.mean(), lo.mean(), hi.mean(), rmax))
+                rows.append(
+                    (f"{site}[{flat.shape[2]} entries]", kind, mean.mean(), sd.mean(), lo.mean(), hi.mean(), rmax)
+                )
         lo_name, hi_name = f"q{(1 - level) / 2 * 100:g}", f"q{(1 + level) / 2 * 100:g}"
-        return pd.DataFrame(rows, columns=["entry", "mean", "sd", lo_name, hi_name, "r_hat"]).set_index("entry")
+        columns = ["entry", "kind", "mean", "sd", lo_name, hi_name, "r_hat"]
+        return pd.DataFrame(rows, columns=columns).set_index("entry")
 
     def to_inference_data(self, num_draws: int = 200, *, seed: int = 0) -> Any:
-        """ArviZ ``InferenceData`` with named dims and coords; fitted distributions are drawn from."""
+        """ArviZ ``InferenceData`` with named dims and coords; fitted distributions are drawn from.
+
+        A point estimate is exported as one draw of one chain, and the posterior group's attribute
+        ``latentfs_kind`` says ``"point"``: ArviZ's summaries of it are not credible intervals.
+        """
         import arviz as az
 
         posterior = {site: self.samples(site, num_draws, seed=seed) for site in self.sites}
+        if self.kind() == "mixed":
+            # ArviZ needs one (chain, draw) grid: repeat points and fitted draws onto the longest one.
+            chains = max(v.shape[0] for v in posterior.values())
+            draws = max(v.shape[1] for v in posterior.values())
+            posterior = {
+                k: np.broadcast_to(v, (chains, draws, *v.shape[2:])) if v.shape[:2] != (chains, draws) else v
+                for k, v in posterior.items()
+            }
         dims = {site: list(self.dims.get(site, ())) for site in self.sites}
         kwargs: dict[str, Any] = {}
-        if self.log_likelihood is not None:
+        log_lik = self.pointwise_log_likelihood()
+        if log_lik is not None and self.kind() != "point":
             observed = self.diagnostics.get("observed_site", "counts")
-            kwargs["log_likelihood"] = {observed: self.log_likelihood}
+            kwargs["log_likelihood"] = {observed: log_lik}
             dims[observed] = [self.diagnostics.get("observation_dim", "document")]
         if self.sample_stats:
             kwargs["sample_stats"] = dict(self.sample_stats)
-        attrs = {"latentfs_model": self.model, "latentfs_method": self.method}
+        attrs = {"latentfs_model": self.model, "latentfs_method": self.method, "latentfs_kind": self.kind()}
         if self.alignment is not None:
             attrs["latentfs_alignment"] = json.dumps(self.alignment)
         idata = az.from_dict(posterior=posterior, dims=dims, coords=self.coords, **kwargs)
@@ -264,9 +455,7 @@ class Posterior:
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> Path:
         """Write to a compressed ``.npz`` (arrays) with a JSON header; no pickle anywhere."""
-        path = Path(path)
-        if path.suffix != ".npz":
-            path = path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
+        path = _npz_path(Path(path))
         arrays: dict[str, np.ndarray] = {"trace": self.trace}
         for k, v in self._draws.items():
             arrays[f"draws/{k}"] = v
@@ -278,8 +467,11 @@ class Posterior:
             arrays[f"extras/{k}"] = v
         for k, v in self.sample_stats.items():
             arrays[f"sample_stats/{k}"] = v
-        if self.log_likelihood is not None:
-            arrays["log_likelihood"] = self.log_likelihood
+        log_lik = self.pointwise_log_likelihood()
+        if log_lik is not None:
+            arrays["log_likelihood"] = log_lik
+        if self.relabel_permutations is not None:
+            arrays["relabel_permutations"] = self.relabel_permutations
         meta = {
             "format": _FORMAT,
             "model": self.model,
@@ -299,20 +491,77 @@ class Posterior:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> Posterior:
-        """Read a file written by :meth:`save` (``allow_pickle=False``)."""
-        with np.load(Path(path), allow_pickle=False) as f:
+    def load(cls, path: str | Path, *, max_bytes: float | None = None) -> Posterior:
+        """Read a file written by :meth:`save` (``allow_pickle=False``); ``load(p)`` finds what ``save(p)``
+        wrote, with or without the ``.npz`` suffix.
+
+        The file's structure and the inflated size of every array are checked before anything is
+        inflated (``max_bytes``, default half the available memory), and every way a file can be wrong
+        (truncated, corrupted, not a latentfs file, inconsistent shapes) raises one
+        :class:`~latentfs.core.data.DataError` that says what is wrong. Nothing is ever unpickled.
+        """
+        path = Path(path)
+        if not path.exists() and path.suffix != ".npz" and _npz_path(path).exists():
+            path = _npz_path(path)
+        if not path.is_file():
+            what = "is a directory" if path.is_dir() else "does not exist"
+            raise DataError(f"path must be a file written by Posterior.save; {str(path)!r} {what}.")
+        try:
+            return cls._load_checked(path, max_bytes)
+        except DataError:
+            raise
+        except (Exception, RecursionError) as exc:  # every other failure is a damaged or foreign file
+            raise DataError(
+                f"{str(path)!r} is not a readable latentfs Posterior file ({type(exc).__name__}: {exc}). "
+                "It may be truncated or corrupted: save the result again."
+            ) from None
+
+    @classmethod
+    def _load_checked(cls, path: Path, max_bytes: float | None) -> Posterior:
+        import zipfile
+
+        from latentfs.core.driver import available_memory
+
+        if not zipfile.is_zipfile(path):
+            raise DataError(f"{str(path)!r} is not a latentfs Posterior file (not an .npz archive).")
+        with zipfile.ZipFile(path) as archive:
+            sizes = {info.filename: info.file_size for info in archive.infolist()}
+        if "__meta__.npy" not in sizes:
+            raise DataError(f"{str(path)!r} is not a latentfs Posterior file (no __meta__ header).")
+        if max_bytes is None:
+            avail = available_memory()
+            max_bytes = None if avail is None else avail / 2
+        total = sum(sizes.values())
+        if max_bytes is not None and total > max_bytes:
+            raise DataError(
+                f"{str(path)!r} would inflate to {total / 2**30:.2f} GiB, over the limit of "
+                f"{max_bytes / 2**30:.2f} GiB; pass max_bytes=... if you trust the file and have the memory."
+            )
+        with np.load(path, allow_pickle=False) as f:
             meta = json.loads(str(f["__meta__"]))
-            if meta.get("format") != _FORMAT:
-                raise DataError(f"{path} is not a latentfs Posterior file (format {meta.get('format')!r}).")
+            if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+                got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+                raise DataError(f"{path} is not a latentfs Posterior file (format {got!r}).")
             data = {k: f[k] for k in f.files if k != "__meta__"}
+        for key in ("model", "method", "dims", "coords", "families", "diagnostics", "hyperparameters"):
+            if key not in meta:
+                raise DataError(f"{str(path)!r} is not a complete latentfs Posterior file (no {key!r} in its header).")
+        if "trace" not in data:
+            raise DataError(f"{str(path)!r} is not a complete latentfs Posterior file (no trace).")
         draws = {k[6:]: v for k, v in data.items() if k.startswith("draws/")}
+        grids = {site: v.shape[:2] for site, v in draws.items() if v.ndim >= 2}
+        if len(draws) != len(grids) or len(set(grids.values())) > 1:
+            raise DataError(
+                f"{str(path)!r} is inconsistent: its sites disagree on (chains, draws): {grids}. Save the result again."
+            )
         fitted: dict[str, dict[str, Any]] = {k: {"family": fam} for k, fam in meta["families"].items()}
         for k, v in data.items():
             if k.startswith("fitted/"):
                 _, site, param = k.split("/", 2)
+                if site not in fitted:
+                    raise DataError(f"{str(path)!r} is inconsistent: fitted site {site!r} has no family.")
                 fitted[site][param] = v
-        return cls(
+        post = cls(
             model=meta["model"],
             method=meta["method"],
             dims={k: tuple(v) for k, v in meta["dims"].items()},
@@ -325,13 +574,40 @@ class Posterior:
             extras={k[7:]: v for k, v in data.items() if k.startswith("extras/")},
             sample_stats={k[13:]: v for k, v in data.items() if k.startswith("sample_stats/")},
             hyperparameters=meta["hyperparameters"],
-            alignment=meta["alignment"],
+            alignment=meta.get("alignment"),
         )
+        post.relabel_permutations = data.get("relabel_permutations")
+        return post
 
 
-def load(path: str | Path) -> Posterior:
-    """Load a :class:`Posterior` saved with :meth:`Posterior.save`."""
-    return Posterior.load(path)
+def load(path: str | Path, *, max_bytes: float | None = None) -> Posterior:
+    """Load a :class:`Posterior` saved with :meth:`Posterior.save` (see :meth:`Posterior.load`)."""
+    return Posterior.load(path, max_bytes=max_bytes)
+
+
+def _npz_path(path: Path) -> Path:
+    """The file :meth:`Posterior.save` writes for ``path``: ``.npz`` appended unless already there."""
+    if path.suffix == ".npz":
+        return path
+    return path.with_suffix(path.suffix + ".npz") if path.suffix else path.with_suffix(".npz")
+
+
+def _check_level(level: Any) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < float(level) < 1:
+        raise DataError(f"level must be a number strictly between 0 and 1; got {level!r}. Use e.g. 0.9.")
+    return float(level)
+
+
+def _entries_to_check(flat: np.ndarray) -> np.ndarray:
+    """Indices of the entries of a (chain, draw, entries) array that :meth:`Posterior.check_convergence`
+    checks: all of them when there are few, else the largest posterior means plus a regular sample."""
+    n = flat.shape[2]
+    if n <= _CHECK_ENTRIES:
+        return np.arange(n)
+    means = np.abs(flat.mean(axis=(0, 1)))
+    top = np.argsort(-means, kind="stable")[: _CHECK_ENTRIES // 2]
+    regular = np.linspace(0, n - 1, _CHECK_ENTRIES - top.size).astype(np.int64)
+    return np.unique(np.concatenate([top, regular]))
 
 
 def _entry_names(site: str, shape: tuple[int, ...], dims: tuple[str, ...], coords: dict[str, list[str]]) -> list[str]:

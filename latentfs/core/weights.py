@@ -31,7 +31,8 @@ class FeatureWeights:
     feature_names : sequence of str, optional
         Defaults to ``"x0"``, ``"x1"``, ….
     draws : array of shape (n_draws, n_features), optional
-        Replicates of the scores (posterior draws, bootstrap); they give :meth:`band`.
+        Replicates of the scores (posterior draws, bootstrap); they give :meth:`band`. A single replicate
+        (the scores of a point estimate) is dropped: it has no band.
     info : dict, optional
         Method-specific extras (definitions, parameters); JSON-friendly values.
 
@@ -81,7 +82,12 @@ class FeatureWeights:
                 raise DataError(
                     f"draws must have shape (n_draws, {s.size}); got {d.shape}. Stack the replicates by row."
                 )
-            d.setflags(write=False)
+            if d.shape[0] < 2:
+                # One replicate (a point estimate) gives no band: a point is never shown as a distribution.
+                d = None
+                info = {**(info or {}), "band": "none: the scores come from a point estimate"}
+            else:
+                d.setflags(write=False)
         s.setflags(write=False)
         object.__setattr__(self, "scores", s)
         object.__setattr__(self, "method", str(method))

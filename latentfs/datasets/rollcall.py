@@ -36,7 +36,7 @@ from pyro import poutine
 from latentfs.core.data import DataError, as_counts, check_n_components, check_positive
 from latentfs.models.dca import DirichletDCA
 
-__all__ = ["RollCalls", "simulate_rollcalls", "bloc_membership"]
+__all__ = ["RollCalls", "SenatorBlocs", "simulate_rollcalls", "bloc_membership", "senator_blocs"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,11 @@ def simulate_rollcalls(
 def bloc_membership(topic_word: Any, doc_topic: Any, counts: Any, groups: Any) -> np.ndarray:
     """The share of each group's (senator's) votes attributed to each component, (G, K); rows sum to 1.
 
+    This summarises the *roll calls* a senator took part in, not the senator: a vote is credited to the
+    roll call's agenda m_(i) whoever casts it, so every senator of a chamber gets nearly the same row
+    (on the simulator's defaults the argmax of these rows has ARI 0.03 with the planted blocs). To place
+    senators in blocs use :func:`senator_blocs`.
+
     The chapter does not give the formula behind its Figs. 7–8; this is the reconstruction of the digest
     (§1.9A, [EXT]): Σ_i E[v_{g,·,k,(i)}] / Σ_i L_(i),g with the plug-in responsibilities
     n_ijk ∝ θ_jk m_ik. A group that never voted gets a uniform row.
@@ -154,3 +159,84 @@ def bloc_membership(topic_word: Any, doc_topic: Any, counts: Any, groups: Any) -
     np.add.at(out, g[coo.col], resp)
     totals = out.sum(1, keepdims=True)
     return np.where(totals > 0, out / np.where(totals > 0, totals, 1), 1.0 / theta.shape[0])
+
+
+@dataclass(frozen=True)
+class SenatorBlocs:
+    """What :func:`senator_blocs` returns.
+
+    Attributes
+    ----------
+    profile : ndarray (S, K), each senator's centred log-odds of Yea under every component
+    membership : ndarray (S, B), soft bloc membership (rows sum to 1)
+    labels : ndarray (S,), the bloc of each senator (argmax of ``membership``)
+    centres : ndarray (B, K), the blocs' mean profiles
+    """
+
+    profile: np.ndarray
+    membership: np.ndarray
+    labels: np.ndarray
+    centres: np.ndarray
+
+
+def senator_blocs(
+    topic_word: Any, groups: Any, n_blocs: int | None = None, *, n_senators: int | None = None, seed: int = 0
+) -> SenatorBlocs:
+    """Senator-level blocs: senators who vote alike on every component's agenda form a bloc.
+
+    Each senator s (a group of two columns, Yea then Nay, as :func:`simulate_rollcalls` encodes them) is
+    described by its log-odds of Yea under every component, log θ_{s,Yea,k} / θ_{s,Nay,k}, centred over
+    senators per component (a component on which everybody votes Yea says nothing about blocs). The
+    profiles are clustered by k-means (scikit-learn, 10 initialisations) into ``n_blocs`` blocs (default
+    K); the soft membership is the responsibility of each bloc under an isotropic Gaussian mixture with
+    the k-means centres and their pooled within-bloc variance. Blocs are unordered labels.
+
+    Parameters
+    ----------
+    topic_word : array (K, J) or Posterior, Θ of a grouped fit (normalised within groups)
+    groups : array (J,), the group (senator) of every column; every group has two columns
+    n_blocs : int, optional, default K
+    n_senators : int, optional
+        Use the first ``n_senators`` groups only (e.g. leave out the simulator's outcome "senator").
+    seed : int, the k-means seed
+
+    Examples
+    --------
+    >>> rc = simulate_rollcalls(200, n_senators=12, n_blocs=3, seed=0)
+    >>> blocs = senator_blocs(rc.topic_word, rc.groups, n_senators=12)
+    >>> blocs.membership.shape, len(set(blocs.labels[rc.senator_bloc == 0]))
+    ((12, 3), 1)
+    """
+    from sklearn.cluster import KMeans
+
+    from latentfs.core.results import Posterior
+    from latentfs.models.dca import check_groups
+
+    theta = np.asarray(topic_word.mean("topic_word") if isinstance(topic_word, Posterior) else topic_word,
+                       dtype=np.float64)
+    g = check_groups(groups)
+    if theta.ndim != 2 or g.shape != (theta.shape[1],):
+        raise DataError(
+            f"groups must have one entry per column of topic_word ({theta.shape[-1]}); got shape {g.shape}."
+        )
+    sizes = np.bincount(g)
+    if (sizes != 2).any():
+        raise DataError(
+            f"every group must hold two columns (Yea, Nay); group {int(np.argmax(sizes != 2))} has "
+            f"{int(sizes[sizes != 2][0])}. Use the simulator's encoding."
+        )
+    order = np.argsort(g, kind="stable")
+    yea, nay = theta[:, order[0::2]], theta[:, order[1::2]]  # (K, G): first and second column of each group
+    S = sizes.size if n_senators is None else check_n_components(n_senators, sizes.size, name="n_senators")
+    K = theta.shape[0]
+    B = K if n_blocs is None else check_n_components(n_blocs, S, name="n_blocs", what="one senator per bloc")
+    tiny = np.finfo(np.float64).tiny
+    logit = (np.log(np.maximum(yea, tiny)) - np.log(np.maximum(nay, tiny))).T[:S]  # (S, K)
+    profile = logit - logit.mean(0)
+    km = KMeans(B, n_init=10, random_state=seed).fit(profile)
+    d2 = ((profile[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1)  # (S, B)
+    var = max(float(d2[np.arange(S), km.labels_].mean()) / K, 1e-12)
+    logr = -d2 / (2 * var)
+    r = np.exp(logr - logr.max(1, keepdims=True))
+    membership = r / r.sum(1, keepdims=True)
+    return SenatorBlocs(profile, membership, membership.argmax(1), km.cluster_centers_)

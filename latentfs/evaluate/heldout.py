@@ -12,19 +12,43 @@ multinomial coefficient; Buntine & Jakulin §3.1 recommend reporting it so) and 
 ``exp(−value)`` is the per-token perplexity. Because it only needs a topic–word matrix, the same code
 scores latentfs's engines and the peers (scikit-learn, ``lda``, tomotopy, gensim) in benchmarks. See
 Wallach et al. (2009) for this and other estimators.
+
+Each model is scored in its own terms (:func:`scoring_terms` reads them off a fitted Posterior):
+
+* a **grouped** DirichletDCA (Section 4.4) normalises Θ within every group, and a held-out token's
+  probability is its probability within its group (the group's multinomial); normalising over the whole
+  vocabulary instead would shift every score by −log G;
+* a **GammaPoissonDCA** with per-component rates β folds in with the GaP update (E[log l_k] =
+  ψ(a_k) − log(1 + β_k)) and mixes by E[l] / Σ E[l]; with a common β this is the DM fold-in (Lemma 1);
+* a **ConditionalGammaPoissonDCA** folds in with its spike-and-slab document step;
+* a held-out token of probability 0 (maximum-likelihood fits) is counted, never clamped: the score is
+  −inf with a warning that gives the count and the score of the other tokens (:func:`completion_score`).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 import torch
 
-from latentfs.core.data import DataError, as_counts, check_positive
+from latentfs.core.data import DataError, DataWarning, as_counts, check_positive
 
-__all__ = ["split_documents", "fold_in", "fold_in_shapes", "completion_loglik", "document_completion"]
+__all__ = [
+    "split_documents",
+    "ScoringTerms",
+    "scoring_terms",
+    "normalise_topic_word",
+    "fold_in",
+    "fold_in_shapes",
+    "completion_score",
+    "completion_loglik",
+    "document_completion",
+]
 
 
 def split_documents(X: Any, fraction: float = 0.5, *, seed: int = 0) -> tuple[sp.csr_matrix, sp.csr_matrix]:
@@ -58,20 +82,107 @@ def split_documents(X: Any, fraction: float = 0.5, *, seed: int = 0) -> tuple[sp
     return sp.csr_matrix(observed), sp.csr_matrix(held)
 
 
-def _topic_word(topic_word: Any) -> np.ndarray:
-    from latentfs.core.results import Posterior
+@dataclass(frozen=True)
+class ScoringTerms:
+    """What a held-out score needs from a fit, resolved once (:func:`scoring_terms`).
 
+    Attributes
+    ----------
+    topic_word : ndarray (K, J)
+        Θ with every row normalised over the vocabulary, or within every group for a grouped model.
+    groups : ndarray (J,) of int or None
+        The group of every feature (grouped DirichletDCA, Section 4.4 of Buntine & Jakulin).
+    beta : ndarray (K,) or None
+        GammaPoissonDCA's per-component rates when they differ; None for DirichletDCA and for a common
+        rate (then p(w | L) is DirichletDCA's, Lemma 1 of Buntine & Jakulin, and the DM formulas apply).
+    model : str or None
+        The fitted model's name when a Posterior was given.
+    result : Posterior or None
+    """
+
+    topic_word: np.ndarray
+    groups: np.ndarray | None
+    beta: np.ndarray | None
+    model: str | None
+    result: Any = None
+
+
+def normalise_topic_word(tw: np.ndarray, groups: np.ndarray | None) -> np.ndarray:
+    """Rows of ``tw`` normalised to sum to 1, or to 1 within every group of ``groups``."""
+    if groups is None:
+        sums = tw.sum(1, keepdims=True)
+        if (sums <= 0).any():
+            raise DataError("topic_word has a component with no mass; every row needs a positive sum.")
+        return tw / sums
+    n_groups = int(groups.max()) + 1
+    totals = np.zeros((tw.shape[0], n_groups))
+    np.add.at(totals.T, groups, tw.T)
+    if (totals <= 0).any():
+        k, g = np.argwhere(totals <= 0)[0]
+        raise DataError(
+            f"topic_word component {k} has no mass in group {g}; a grouped Θ needs a positive sum within every "
+            "group. Pass the fitted Θ (or a Posterior) of the grouped model."
+        )
+    return tw / totals[:, groups]
+
+
+def scoring_terms(topic_word: Any, *, groups: Any = None, beta: Any = None) -> ScoringTerms:
+    """Resolve Θ, the groups and GaP's rates from a fitted Posterior or an array.
+
+    A Posterior of a grouped model contributes its ``groups`` and a GammaPoissonDCA Posterior its ``beta``
+    (``hyperparameters``); explicit ``groups=`` / ``beta=`` override them. Θ is normalised within groups.
+
+    Examples
+    --------
+    >>> terms = scoring_terms(np.array([[0.9, 0.1, 0.5, 0.5]]), groups=[0, 0, 1, 1])
+    >>> terms.topic_word.tolist()
+    [[0.9, 0.1, 0.5, 0.5]]
+    """
+    from latentfs.core.results import Posterior
+    from latentfs.models.dca import check_groups
+
+    model, result = None, None
     if isinstance(topic_word, Posterior):
+        result, model = topic_word, topic_word.model
+        hp = topic_word.hyperparameters
+        if groups is None and hp.get("groups") is not None:
+            groups = hp["groups"]
+        if beta is None and model == "GammaPoissonDCA" and hp.get("beta") is not None:
+            beta = hp["beta"]
         topic_word = topic_word.mean("topic_word")
     tw = np.asarray(topic_word, dtype=np.float64)
     if tw.ndim != 2:
         raise DataError(f"topic_word must be 2-D (components × features); got shape {tw.shape}.")
     if (tw < 0).any() or not np.isfinite(tw).all():
         raise DataError("topic_word must hold finite non-negative values; normalise the component-word weights.")
-    sums = tw.sum(1, keepdims=True)
-    if (sums <= 0).any():
-        raise DataError("topic_word has a component with no mass; every row needs a positive sum.")
-    return tw / sums
+    K, J = tw.shape
+    g = None
+    if groups is not None:
+        g = check_groups(groups)
+        if g.shape != (J,):
+            raise DataError(
+                f"groups must have one entry per feature ({J}); got {g.size}. Pass the grouped model's groups."
+            )
+        g = np.unique(g, return_inverse=True)[1].astype(np.int64)  # contiguous codes
+    elif model is None:
+        sums = tw.sum(1)
+        if K and J > 1 and sums.min() > 1.5 and np.allclose(sums, np.round(sums[0]), rtol=1e-9, atol=0):
+            warnings.warn(
+                f"every row of topic_word sums to {sums[0]:.0f}, as a Θ normalised within {sums[0]:.0f} groups does; "
+                "it is normalised over the whole vocabulary here, which shifts every score by -log(number of "
+                "groups). Pass groups=… (or the fitted Posterior, which carries them).",
+                DataWarning, stacklevel=3,
+            )
+    b = None
+    if beta is not None:
+        b = check_positive(beta, "beta", shape=(K,))
+        if np.allclose(b, b[0], rtol=1e-12, atol=0):
+            b = None  # a common rate: Lemma 1, the DM formulas are exact
+    return ScoringTerms(normalise_topic_word(tw, g), g, b, model, result)
+
+
+def _topic_word(topic_word: Any, groups: Any = None) -> np.ndarray:
+    return scoring_terms(topic_word, groups=groups).topic_word
 
 
 def fold_in(
@@ -82,12 +193,20 @@ def fold_in(
     max_iter: int = 200,
     tol: float = 1e-6,
     dtype: torch.dtype = torch.float64,
+    groups: Any = None,
+    beta: Any = None,
 ) -> np.ndarray:
     """E_q[m] for each document of ``X`` with Θ fixed: iterate a = α + Σ_j w_j n_jk(a) (eq. 17) to convergence.
 
-    Documents with no counts get the prior mean α / Σα. Returns (n_documents, K).
+    For a GammaPoissonDCA with per-component rates β (``beta``, or the Posterior's), the GaP update
+    (eq. 14: E[log l_k] = ψ(a_k) − log(1 + β_k)) is iterated and the mixture is E[l] / Σ E[l] with
+    E[l_k] = a_k / (1 + β_k). Documents with no counts get the prior mean. Returns (n_documents, K).
     """
-    a = fold_in_shapes(topic_word, X, alpha, max_iter=max_iter, tol=tol, dtype=dtype)
+    terms = scoring_terms(topic_word, groups=groups, beta=beta)
+    a = fold_in_shapes(terms.topic_word, X, alpha, max_iter=max_iter, tol=tol, dtype=dtype, groups=terms.groups,
+                       beta=terms.beta)
+    if terms.beta is not None:
+        a = a / (1 + terms.beta)
     return a / a.sum(-1, keepdims=True)
 
 
@@ -99,17 +218,21 @@ def fold_in_shapes(
     max_iter: int = 200,
     tol: float = 1e-6,
     dtype: torch.dtype = torch.float64,
+    groups: Any = None,
+    beta: Any = None,
 ) -> np.ndarray:
-    """The Dirichlet parameters a_(i) of q(m) at the fold-in fixed point (Θ fixed), all documents at once.
+    """The Dirichlet (DM) or gamma (GaP, rate 1 + β) shapes a_(i) of q at the fold-in fixed point, Θ fixed.
 
     Starts from a = α + L/K and stops when no entry of a moves by more than ``tol``. Returns (n_documents, K).
     """
-    tw = _topic_word(topic_word)
+    terms = scoring_terms(topic_word, groups=groups, beta=beta)
+    tw = terms.topic_word
     K, J = tw.shape
     counts = sp.csr_matrix(X, dtype=np.float64)
     if counts.shape[1] != J:
         raise DataError(f"X must have {J} features (as topic_word); got {counts.shape[1]}.")
     a0 = torch.as_tensor(check_positive(alpha, "alpha", shape=(K,)), dtype=dtype)
+    log_rate = None if terms.beta is None else torch.log1p(torch.as_tensor(terms.beta, dtype=dtype))
     coo = counts.tocoo()
     doc = torch.as_tensor(coo.row.astype(np.int64))
     word = torch.as_tensor(coo.col.astype(np.int64))
@@ -119,26 +242,75 @@ def fold_in_shapes(
     lengths = torch.zeros(n_docs, dtype=dtype).index_add_(0, doc, w)
     a = a0 + (lengths / K)[:, None]
     for _ in range(max_iter):
-        exp_elog = torch.exp(torch.digamma(a) - torch.digamma(a.sum(-1, keepdim=True)))
-        weights = exp_elog[doc] * theta_t
+        if log_rate is None:
+            elog = torch.digamma(a) - torch.digamma(a.sum(-1, keepdim=True))
+        else:
+            elog = torch.digamma(a) - log_rate
+        weights = torch.exp(elog)[doc] * theta_t
         # a word no component can emit (possible with ML/MAP fits) gets no responsibility, not NaN
         resp = weights * (w / weights.sum(-1).clamp_min(1e-300))[:, None]
         new = a0 + torch.zeros_like(a).index_add_(0, doc, resp)
-        change = (new - a).abs().max()
+        change = (new - a).abs().max() if new.numel() else torch.zeros(())
         a = new
         if change <= tol:
             break
     return a.numpy()
 
 
-def completion_loglik(topic_word: Any, doc_topic: np.ndarray, held_out: Any) -> float:
-    """Per-token log-likelihood of ``held_out`` counts under mixtures ``doc_topic`` and ``topic_word``."""
-    tw = _topic_word(topic_word)
+def completion_score(topic_word: Any, doc_topic: np.ndarray, held_out: Any, *, groups: Any = None) -> dict[str, Any]:
+    """Score ``held_out`` counts under mixtures ``doc_topic`` and ``topic_word``, with the tokens of probability 0.
+
+    Returns a dict: ``per_token`` (Σ h log p / Σ h over all held-out tokens; −inf when any token has
+    probability 0), ``per_token_scored`` (the same over the tokens of positive probability only),
+    ``n_tokens`` and ``n_zero_probability`` (held-out tokens to which the mixture gives probability 0,
+    as maximum-likelihood fits such as PLSA can).
+
+    Examples
+    --------
+    >>> theta = np.array([[1.0, 0.0], [0.5, 0.5]])
+    >>> out = completion_score(theta, np.array([[1.0, 0.0]]), np.array([[1, 1]]))
+    >>> out["n_zero_probability"], out["per_token"], out["per_token_scored"]
+    (1, -inf, 0.0)
+    """
+    tw = _topic_word(topic_word, groups)
     held = sp.csr_matrix(held_out, dtype=np.float64).tocoo()
+    if held.shape[1] != tw.shape[1]:
+        raise DataError(f"held_out must have {tw.shape[1]} features (as topic_word); got {held.shape[1]}.")
     if held.nnz == 0:
         raise DataError("held_out holds no tokens; raise fraction or pass longer documents.")
-    probs = np.einsum("nk,kn->n", np.asarray(doc_topic)[held.row], tw[:, held.col])
-    return float((held.data * np.log(np.maximum(probs, 1e-300))).sum() / held.data.sum())
+    probs = np.einsum("nk,kn->n", np.asarray(doc_topic, dtype=np.float64)[held.row], tw[:, held.col])
+    zero = probs <= 0
+    n_zero = int(held.data[zero].sum())
+    scored = held.data[~zero]
+    per_scored = float((scored * np.log(probs[~zero])).sum() / scored.sum()) if scored.size else -math.inf
+    return {
+        "per_token": -math.inf if n_zero else per_scored,
+        "per_token_scored": per_scored,
+        "n_tokens": int(held.data.sum()),
+        "n_zero_probability": n_zero,
+    }
+
+
+def completion_loglik(
+    topic_word: Any, doc_topic: np.ndarray, held_out: Any, *, groups: Any = None, warn: bool = True
+) -> float:
+    """Per-token log-likelihood of ``held_out`` counts under mixtures ``doc_topic`` and ``topic_word``.
+
+    A held-out token to which the mixture gives probability 0 makes the value −inf (it is not clamped);
+    with ``warn`` a :class:`~latentfs.core.data.DataWarning` says how many tokens and gives the score of
+    the others (:func:`completion_score` returns both).
+    """
+    out = completion_score(topic_word, doc_topic, held_out, groups=groups)
+    if out["n_zero_probability"] and warn:
+        warnings.warn(
+            f"{out['n_zero_probability']} of {out['n_tokens']} held-out tokens have probability 0 under the fitted "
+            f"model, so the per-token log-likelihood is -inf (perplexity inf); over the other tokens it is "
+            f"{out['per_token_scored']:.4f}. A maximum-likelihood fit (PLSA, KL-NMF) gives probability 0 to words "
+            "its components never emit: smooth it, stop early, use tempered EM, or fit a Bayesian DCA.",
+            DataWarning, stacklevel=2,
+        )
+    return float(out["per_token"])
+
 
 
 def document_completion(
@@ -149,20 +321,32 @@ def document_completion(
     fraction: float = 0.5,
     seed: int = 0,
     split: tuple[Any, Any] | None = None,
+    groups: Any = None,
+    beta: Any = None,
 ) -> float:
     """Per-token held-out log-likelihood by document completion (module docstring).
 
     Parameters
     ----------
     topic_word : array (K, J) or Posterior
-        Component–word distributions (rows normalised here); a Posterior contributes its mean.
+        Component–word distributions (rows normalised here, within groups for a grouped model); a Posterior
+        contributes its mean and, from its hyperparameters, its ``groups`` (grouped DirichletDCA) and
+        ``beta`` (GammaPoissonDCA).
     X_test : count matrix (n_documents, J)
         Test documents (ignored when ``split`` is given).
     alpha : float or array (K,)
-        The Dirichlet prior used to fold the observed halves in (use the same α for every library compared).
+        The prior used to fold the observed halves in (use the same α for every library compared).
     fraction, seed : the held-out fraction of each document's tokens and the split's seed.
     split : (observed, held_out), optional
         A split made once with :func:`split_documents`, to score several models on identical halves.
+    groups : array (J,), optional
+        The feature groups of a grouped model: Θ is normalised within each group and every held-out
+        token is scored by its probability within its group (a binary vote scores about log 1/2, not
+        log 1/(2G)).
+    beta : float or array (K,), optional
+        GammaPoissonDCA's rates: the observed part is folded in with the GaP update and the mixture is
+        E[l] / Σ E[l]. A ConditionalGammaPoissonDCA Posterior is folded in with its spike-and-slab
+        document step (:func:`latentfs.inference.dca.cgp.cgp_fold_in`).
 
     Examples
     --------
@@ -172,5 +356,14 @@ def document_completion(
     -0.72
     """
     observed, held = split if split is not None else split_documents(X_test, fraction, seed=seed)
-    mixture = fold_in(topic_word, observed, alpha)
-    return completion_loglik(topic_word, mixture, held)
+    terms = scoring_terms(topic_word, groups=groups, beta=beta)
+    if terms.model == "ConditionalGammaPoissonDCA":
+        from latentfs.inference.dca.cgp import cgp_fold_in
+
+        if terms.groups is not None:
+            raise DataError("document_completion has no grouped ConditionalGammaPoissonDCA; fit it ungrouped.")
+        scores = cgp_fold_in(terms.result, observed)["doc_scores_mean"]
+        mixture = scores / scores.sum(1, keepdims=True)
+    else:
+        mixture = fold_in(terms.topic_word, observed, alpha, groups=terms.groups, beta=terms.beta)
+    return completion_loglik(terms.topic_word, mixture, held, groups=terms.groups)

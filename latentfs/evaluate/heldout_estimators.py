@@ -29,8 +29,28 @@ Estimators (Wallach, Murray, Salakhutdinov & Mimno 2009; digest book part 1 §1.
 ``"exact"``         brute force over all K^L assignments (tiny documents only; the tests' reference)
 ==================  ============================================================================
 
-For GammaPoissonDCA with a common rate β, p(w | L) is DirichletDCA's with the same α (Lemma 1), so
-the same estimators score a GaP's Θ; the Poisson–gamma length term is not part of the per-token value.
+Each model is scored in its own terms; a fitted Posterior brings its ``groups`` and ``beta`` along
+(:func:`latentfs.evaluate.heldout.scoring_terms`), or pass them as ``groups=`` / ``beta=``:
+
+* **Grouped DirichletDCA** (Section 4.4): Θ is normalised within every group and a token's probability
+  is Σ_k m_k θ_{k,x} within its group; every estimator's formula is otherwise unchanged.
+* **GammaPoissonDCA** scores the sequence given its length, p(w_(i) | L_(i), Θ, α, β). With a common
+  rate β this is DirichletDCA's with the same α (Lemma 1). With per-component rates (what ``learn_beta``
+  produces) it is not: integrating l_k ~ Gamma(α_k, β_k) against Poisson(L; Σl) ∏_n (Σ_k l_k θ_{k,x_n})/Σl,
+
+      p(w | L) = E_{l ~ Gamma(α, 1 + β)}[∏_n (Σ_k l_k θ_{k,x_n})] / Z_L,
+      Z_L = L! Σ_{|c| = L} ∏_k Γ(c_k + α_k) / (Γ(α_k) c_k!) (1 + β_k)^{−c_k},
+
+  (the e^{−Σl} of the Poisson tilts each gamma's rate to 1 + β_k and the factors (β_k/(1+β_k))^{α_k}
+  cancel between p(w, L) and p(L); Z_L is a convolution of negative-binomial terms). Equivalently the
+  assignments have p(z | L) ∝ ∏_k Γ(c_k + α_k)/Γ(α_k) (1 + β_k)^{−c_k}, which ``exact`` enumerates;
+  ``is_prior`` / ``is_posterior`` sample l from the tilted prior / the GaP fold-in q(l_k) =
+  Gamma(a_k, 1 + β_k); ``bound`` is Σ_j w_j log Σ_k e^{E log l_k} θ_{jk} − Σ_k KL(q_k ‖ Gamma(α_k, 1 + β_k))
+  − log Z_L. ``left_to_right`` is not derived for unequal rates and refuses.
+* **ConditionalGammaPoissonDCA** has no whole-document estimator here (its spike makes p(w | L) a sum
+  over 2^K on/off patterns): these estimators refuse it; document completion scores it.
+
+The Poisson–gamma length term p(L) is not part of the per-token value.
 
 Document completion (:func:`latentfs.evaluate.heldout.document_completion`) is the other held-out
 protocol; :func:`select_n_components` accepts it as ``method="completion"``.
@@ -47,6 +67,7 @@ import scipy.sparse as sp
 from scipy.special import gammaln, logsumexp
 
 from latentfs.core.data import DataError, as_counts, check_positive
+from latentfs.evaluate.heldout import ScoringTerms, scoring_terms
 
 __all__ = [
     "ESTIMATORS",
@@ -120,10 +141,30 @@ class HeldOutLikelihood:
 
 
 # ------------------------------------------------------------------------------------ inputs
-def _topic_word(topic_word: Any) -> np.ndarray:
-    from latentfs.evaluate.heldout import _topic_word as normalise
+def _terms(topic_word: Any, groups: Any = None, beta: Any = None, *, estimator: str = "") -> ScoringTerms:
+    terms = scoring_terms(topic_word, groups=groups, beta=beta)
+    if terms.model == "ConditionalGammaPoissonDCA":
+        raise DataError(
+            f"{estimator or 'this estimator'} has no formula for a ConditionalGammaPoissonDCA (its spike at zero makes "
+            "p(w | L) a sum over on/off patterns, not derived here); score it by document completion "
+            "(latentfs.evaluate.heldout.document_completion(result, X, alpha)) instead."
+        )
+    return terms
 
-    return normalise(topic_word)
+
+def _topic_word(topic_word: Any, groups: Any = None) -> np.ndarray:
+    return _terms(topic_word, groups).topic_word
+
+
+def _gap_log_norm(alpha: np.ndarray, beta: np.ndarray, max_length: int) -> np.ndarray:
+    """log Z_L for L = 0..max_length (module docstring): L! times a convolution of negative-binomial terms."""
+    c = np.arange(max_length + 1, dtype=np.float64)
+    total = np.full(max_length + 1, -np.inf)
+    total[0] = 0.0
+    for a, b in zip(alpha, beta, strict=True):
+        f = gammaln(c + a) - gammaln(a) - gammaln(c + 1) - c * np.log1p(b)
+        total = np.array([logsumexp(total[: n + 1] + f[n::-1]) for n in range(max_length + 1)])
+    return total + gammaln(c + 1)
 
 
 def _docs(X: Any, n_features: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -165,11 +206,20 @@ def _log_dirichlet_pdf(log_m: np.ndarray, conc: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------ estimators
-def exact_loglik(topic_word: Any, X: Any, alpha: Any, *, max_assignments: int = 2_000_000) -> HeldOutLikelihood:
+def exact_loglik(
+    topic_word: Any,
+    X: Any,
+    alpha: Any,
+    *,
+    max_assignments: int = 2_000_000,
+    groups: Any = None,
+    beta: Any = None,
+) -> HeldOutLikelihood:
     """log p(w_(i) | Θ, α) by summing over all K^L token assignments (brute force, tiny documents).
 
     p(w) = Σ_z p(z | α) ∏_n θ_{z_n, x_n}, with p(z | α) = Γ(Σα)/Γ(L + Σα) ∏_k Γ(c_k + α_k)/Γ(α_k)
-    (the Dirichlet-multinomial of the assignments).
+    (the Dirichlet-multinomial of the assignments); for a GaP with per-component rates β,
+    p(z | L) = ∏_k Γ(c_k + α_k)/Γ(α_k) (1 + β_k)^{−c_k} / Z_L (module docstring).
 
     Examples
     --------
@@ -177,11 +227,15 @@ def exact_loglik(topic_word: Any, X: Any, alpha: Any, *, max_assignments: int = 
     >>> round(float(np.exp(exact_loglik(theta, [[1, 0]], 1.0).per_document[0])), 3)  # (0.9 + 0.2) / 2
     0.55
     """
-    tw = _topic_word(topic_word)
+    terms = _terms(topic_word, groups, beta, estimator="exact_loglik")
+    tw = terms.topic_word
     K = tw.shape[0]
     a = _alpha(alpha, K)
+    docs = _docs(X, tw.shape[1])
+    max_len = int(max((c.sum() for _, c in docs), default=0))
+    log_norm = None if terms.beta is None else _gap_log_norm(a, terms.beta, max_len)
     out, lengths = [], []
-    for words, counts in _docs(X, tw.shape[1]):
+    for words, counts in docs:
         tokens = np.repeat(words, counts.astype(np.int64))
         L = tokens.size
         if float(K) ** L > max_assignments:
@@ -191,17 +245,39 @@ def exact_loglik(topic_word: Any, X: Any, alpha: Any, *, max_assignments: int = 
             )
         z = np.indices((K,) * L).reshape(L, -1).T  # (K^L, L)
         c = np.stack([(z == k).sum(1) for k in range(K)], 1)
-        log_prior = gammaln(a.sum()) - gammaln(L + a.sum()) + (gammaln(c + a) - gammaln(a)).sum(1)
+        if log_norm is None:
+            log_prior = gammaln(a.sum()) - gammaln(L + a.sum()) + (gammaln(c + a) - gammaln(a)).sum(1)
+        else:
+            assert terms.beta is not None
+            log_prior = (gammaln(c + a) - gammaln(a) - c * np.log1p(terms.beta)).sum(1) - log_norm[L]
         log_lik = np.log(np.maximum(tw[z, tokens[None, :]], 1e-300)).sum(1)
         out.append(logsumexp(log_prior + log_lik))
         lengths.append(L)
-    return HeldOutLikelihood(np.asarray(out), np.asarray(lengths, dtype=np.float64), "exact")
+    return HeldOutLikelihood(np.asarray(out), np.asarray(lengths, dtype=np.float64), "exact", _info(terms))
+
+
+def _info(terms: ScoringTerms, **more: Any) -> dict[str, Any]:
+    info: dict[str, Any] = dict(more)
+    if terms.groups is not None:
+        info["n_groups"] = int(terms.groups.max()) + 1
+    if terms.beta is not None:
+        info["beta"] = terms.beta.tolist()
+    return info
 
 
 def variational_shapes(
-    topic_word: Any, X: Any, alpha: Any, *, max_iter: int = 500, tol: float = 1e-10
+    topic_word: Any,
+    X: Any,
+    alpha: Any,
+    *,
+    max_iter: int = 500,
+    tol: float = 1e-10,
+    groups: Any = None,
+    beta: Any = None,
 ) -> np.ndarray:
     """a_(i) of q(m) = Dirichlet(a) with Θ fixed: iterate eq. (17), a = α + Σ_j w_j n_jk(a), to convergence.
+
+    For a GaP with per-component rates β, the shapes of q(l_k) = Gamma(a_k, 1 + β_k) (eq. 14).
 
     Examples
     --------
@@ -211,32 +287,55 @@ def variational_shapes(
     """
     from latentfs.evaluate.heldout import fold_in_shapes
 
-    tw = _topic_word(topic_word)
+    terms = _terms(topic_word, groups, beta, estimator="variational_shapes")
+    tw = terms.topic_word
     a0 = _alpha(alpha, tw.shape[0])
     counts = as_counts(X, name="X")
     if counts.n_features != tw.shape[1]:
         raise DataError(f"X must have {tw.shape[1]} features (as topic_word); got {counts.n_features}.")
-    return fold_in_shapes(tw, counts.csr, a0, max_iter=_check_int("max_iter", max_iter), tol=tol)
+    return fold_in_shapes(tw, counts.csr, a0, max_iter=_check_int("max_iter", max_iter), tol=tol,
+                          groups=terms.groups, beta=terms.beta)
 
 
-def vb_bound(topic_word: Any, X: Any, alpha: Any, *, max_iter: int = 500, tol: float = 1e-10) -> HeldOutLikelihood:
+def vb_bound(
+    topic_word: Any,
+    X: Any,
+    alpha: Any,
+    *,
+    max_iter: int = 500,
+    tol: float = 1e-10,
+    groups: Any = None,
+    beta: Any = None,
+) -> HeldOutLikelihood:
     """The DM mean-field bound (18) at the fold-in fixed point, without the multinomial coefficient.
 
-    − log[Γ(Σa) ∏Γ(α_k) / (Γ(Σα) ∏Γ(a_k))] + Σ_k (α_k − a_k) E[log m_k] + Σ_j w_j log Z_j ≤ log p(w | Θ, α).
+    − log[Γ(Σa) ∏Γ(α_k) / (Γ(Σα) ∏Γ(a_k))] + Σ_k (α_k − a_k) E[log m_k] + Σ_j w_j log Z_j ≤ log p(w | Θ, α);
+    for a GaP with per-component rates, the gamma form of the module docstring.
     """
     from scipy.special import digamma
 
-    tw = _topic_word(topic_word)
+    terms = _terms(topic_word, groups, beta, estimator="vb_bound")
+    tw = terms.topic_word
     a0 = _alpha(alpha, tw.shape[0])
-    shapes = variational_shapes(tw, X, a0, max_iter=max_iter, tol=tol)
+    shapes = variational_shapes(tw, X, a0, max_iter=max_iter, tol=tol, groups=terms.groups, beta=terms.beta)
+    docs = _docs(X, tw.shape[1])
+    max_len = int(max((c.sum() for _, c in docs), default=0))
+    log_norm = None if terms.beta is None else _gap_log_norm(a0, terms.beta, max_len)
     out, lengths = [], []
-    for a, (words, counts) in zip(shapes, _docs(X, tw.shape[1]), strict=True):
-        elog = digamma(a) - digamma(a.sum())
+    for a, (words, counts) in zip(shapes, docs, strict=True):
+        if log_norm is None:
+            elog = digamma(a) - digamma(a.sum())
+            norm = gammaln(a.sum()) + gammaln(a0).sum() - gammaln(a0.sum()) - gammaln(a).sum()
+            kl = norm - ((a0 - a) * elog).sum()
+        else:
+            assert terms.beta is not None
+            elog = digamma(a) - np.log1p(terms.beta)
+            # KL(Gamma(a, b) ‖ Gamma(α, b)) with the same rate b = 1 + β
+            kl = ((a - a0) * digamma(a) - gammaln(a) + gammaln(a0)).sum() + log_norm[int(counts.sum())]
         log_z = np.log(np.maximum(np.exp(elog) @ tw[:, words], 1e-300))
-        norm = gammaln(a.sum()) + gammaln(a0).sum() - gammaln(a0.sum()) - gammaln(a).sum()
-        out.append(-norm + ((a0 - a) * elog).sum() + (counts * log_z).sum())
+        out.append(-kl + (counts * log_z).sum())
         lengths.append(counts.sum())
-    return HeldOutLikelihood(np.asarray(out), np.asarray(lengths), "bound")
+    return HeldOutLikelihood(np.asarray(out), np.asarray(lengths), "bound", _info(terms))
 
 
 def importance_sampling(
@@ -249,6 +348,8 @@ def importance_sampling(
     defensive: float = 0.1,
     seed: int | np.random.Generator = 0,
     batch: int = 256,
+    groups: Any = None,
+    beta: Any = None,
 ) -> HeldOutLikelihood:
     """log of the importance-sampling estimate (1/S) Σ_s p(w | m_s) p(m_s) / q(m_s) per document.
 
@@ -276,46 +377,66 @@ def importance_sampling(
     >>> bool(np.allclose(est.per_document, exact.per_document, atol=0.01))
     True
     """
-    if proposal not in _PROPOSALS:
-        raise DataError(f"proposal must be one of {sorted(_PROPOSALS)}; got {proposal!r}.")
+    if proposal not in ("posterior", "prior"):
+        raise DataError(f"proposal must be one of ['posterior', 'prior']; got {proposal!r}.")
     S = _check_int("n_samples", n_samples)
     batch = _check_int("batch", batch)
     if isinstance(defensive, bool) or not isinstance(defensive, (int, float)) or not 0 <= defensive < 1:
         raise DataError(f"defensive must be a number in [0, 1); got {defensive!r}. Use 0 for q alone.")
     eps = float(defensive) if proposal == "posterior" else 0.0
     rng = _rng(seed)
-    tw = _topic_word(topic_word)
+    terms = _terms(topic_word, groups, beta, estimator="importance_sampling")
+    tw = terms.topic_word
     a0 = _alpha(alpha, tw.shape[0])
     docs = _docs(X, tw.shape[1])
-    shapes = _PROPOSALS[proposal](tw, X, a0)
+    if proposal == "posterior":
+        shapes = variational_shapes(tw, X, a0, groups=terms.groups, beta=terms.beta)
+    else:
+        shapes = np.broadcast_to(a0, (len(docs), a0.size))
+    sample: Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
+    logpdf: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    if terms.beta is None:
+        # m on the simplex: Dirichlet proposals and prior
+        sample, logpdf = _log_dirichlet_samples, _log_dirichlet_pdf
+        log_norm = np.zeros(1)
+    else:
+        # l in the positive orthant: gamma proposals and the tilted prior Gamma(α, 1 + β) (module docstring)
+        rate = 1.0 + terms.beta
+        sample = lambda conc, n, rng: _log_gamma_samples(conc, rate, n, rng)  # noqa: E731
+        logpdf = lambda log_l, conc: _log_gamma_pdf(log_l, conc, rate)  # noqa: E731
+        log_norm = _gap_log_norm(a0, terms.beta, int(max((c.sum() for _, c in docs), default=0)))
     out = []
     for q, (words, counts) in zip(shapes, docs, strict=True):
         th = tw[:, words]
         logw = []
         for start in range(0, S, batch):
             n = min(batch, S - start)
-            log_m = _log_dirichlet_samples(q, n, rng)
-            log_q = _log_dirichlet_pdf(log_m, q)
-            log_prior = _log_dirichlet_pdf(log_m, a0)
+            log_m = sample(q, n, rng)
             if eps > 0:
                 from_prior = rng.uniform(size=n) < eps
                 if from_prior.any():
-                    log_m[from_prior] = _log_dirichlet_samples(a0, int(from_prior.sum()), rng)
-                    log_q = _log_dirichlet_pdf(log_m, q)
-                    log_prior = _log_dirichlet_pdf(log_m, a0)
+                    log_m[from_prior] = sample(a0, int(from_prior.sum()), rng)
+            log_q = logpdf(log_m, q)
+            log_prior = logpdf(log_m, a0)
+            if eps > 0:
                 log_q = np.logaddexp(np.log1p(-eps) + log_q, np.log(eps) + log_prior)
             log_lik = (counts * np.log(np.maximum(np.exp(log_m) @ th, 1e-300))).sum(1)
             logw.append(log_lik + log_prior - log_q)
         w = np.concatenate(logw)
-        out.append(logsumexp(w) - np.log(S))
+        out.append(logsumexp(w) - np.log(S) - (log_norm[int(counts.sum())] if terms.beta is not None else 0.0))
     lengths = np.asarray([c.sum() for _, c in docs])
-    return HeldOutLikelihood(np.asarray(out), lengths, f"is_{proposal}", {"n_samples": S, "defensive": eps})
+    return HeldOutLikelihood(np.asarray(out), lengths, f"is_{proposal}", _info(terms, n_samples=S, defensive=eps))
 
 
-_PROPOSALS: dict[str, Callable[[np.ndarray, Any, np.ndarray], np.ndarray]] = {
-    "posterior": lambda tw, X, a0: variational_shapes(tw, X, a0),
-    "prior": lambda tw, X, a0: np.broadcast_to(a0, (as_counts(X, name="X").n_documents, a0.size)),
-}
+def _log_gamma_samples(shape: np.ndarray, rate: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """log l for l_k ~ Gamma(shape_k, rate_k), (n, K), in log space (small shapes do not underflow)."""
+    log_g = np.log(rng.gamma(shape + 1.0, size=(n, shape.size))) + np.log(rng.uniform(size=(n, shape.size))) / shape
+    return log_g - np.log(rate)
+
+
+def _log_gamma_pdf(log_l: np.ndarray, shape: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """Σ_k log Gamma(l_k; shape_k, rate_k) evaluated at l = exp(log_l)."""
+    return (shape * np.log(rate) - gammaln(shape) + (shape - 1) * log_l - rate * np.exp(log_l)).sum(-1)
 
 
 def _categorical(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -364,6 +485,8 @@ def left_to_right(
     n_particles: int = 20,
     variant: str = "wallach",
     seed: int | np.random.Generator = 0,
+    groups: Any = None,
+    beta: Any = None,
 ) -> HeldOutLikelihood:
     """The left-to-right estimator of Wallach et al. (2009), Algorithm 3, with ``n_particles`` particles.
 
@@ -383,7 +506,14 @@ def left_to_right(
         raise DataError(f"variant must be one of {sorted(_L2R_VARIANTS)}; got {variant!r}.")
     R = _check_int("n_particles", n_particles)
     rng = _rng(seed)
-    tw = _topic_word(topic_word)
+    terms = _terms(topic_word, groups, beta, estimator="left_to_right")
+    if terms.beta is not None:
+        raise DataError(
+            "left_to_right is derived for DirichletDCA (and GammaPoissonDCA with one common beta, Lemma 1); this "
+            f"GammaPoissonDCA has per-component beta {np.round(terms.beta, 4).tolist()}. Use method='is_posterior', "
+            "'exact' or 'bound', which score per-component rates."
+        )
+    tw = terms.topic_word
     a0 = _alpha(alpha, tw.shape[0])
     out, lengths = [], []
     for words, counts in _docs(X, tw.shape[1]):
@@ -391,7 +521,7 @@ def left_to_right(
         out.append(_l2r_document(tokens, tw, a0, R, _L2R_VARIANTS[variant], rng))
         lengths.append(tokens.size)
     return HeldOutLikelihood(np.asarray(out), np.asarray(lengths, dtype=np.float64), "left_to_right",
-                             {"n_particles": R, "variant": variant})
+                             _info(terms, n_particles=R, variant=variant))
 
 
 ESTIMATORS: dict[str, Callable[..., HeldOutLikelihood]] = {
@@ -472,7 +602,9 @@ def select_n_components(
     and its Θ scored on the held-out documents by ``method``: ``"completion"`` (document completion,
     :func:`latentfs.evaluate.heldout.document_completion`) or any name of :data:`ESTIMATORS`. Held-out
     tokens of words that never occur in the training split are not scored (maximum-likelihood fits give
-    them probability 0), so every K is scored on the same tokens; Θ is renormalised over that vocabulary.
+    them probability 0), so every K is scored on the same tokens; Θ is renormalised over that vocabulary
+    (within every group for a grouped model). Each fit is scored in its own terms: its ``groups`` and a
+    GaP's rates β come from the fitted result (module docstring).
 
     Parameters
     ----------
@@ -534,11 +666,22 @@ def select_n_components(
                 f"alpha is needed to score {type(model).__name__} fitted by {result.method!r} (it has no Dirichlet "
                 "prior); pass alpha=… (e.g. 1/K or 0.1)."
             )
-        tw = _topic_word(result)[:, seen]
+        terms = scoring_terms(result)  # Θ, and the fit's own groups / GaP rates
+        if terms.model == "ConditionalGammaPoissonDCA":
+            if method != "completion":
+                _terms(result, estimator=method)  # refuses, with the remedy
+            # CGP folds in through its own document step on the full vocabulary: unseen words' tokens removed
+            masked = sp.csr_matrix(test.multiply(seen[None, :].astype(np.float64)))
+            masked = masked[np.asarray(masked.sum(1)).ravel() > 0]
+            scores.append(document_completion(result, masked, a, seed=seed, **(estimator_options or {})))
+            results.append(result)
+            continue
+        tw = terms.topic_word[:, seen]
+        kw: dict[str, Any] = {"groups": None if terms.groups is None else terms.groups[seen], "beta": terms.beta}
         if method == "completion":
-            scores.append(document_completion(tw, scored, a, seed=seed, **(estimator_options or {})))
+            scores.append(document_completion(tw, scored, a, seed=seed, **kw, **(estimator_options or {})))
         else:
-            est = heldout_loglik(tw, scored, a, method=method, **(estimator_options or {}))
+            est = heldout_loglik(tw, scored, a, method=method, **kw, **(estimator_options or {}))
             scores.append(est.per_token)
         results.append(result)
     arr = np.asarray(scores)

@@ -3,10 +3,13 @@
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
 from latentfs.models.hdda import HDDAModel
+from latentfs.models.hmm import CategoricalHMM, GaussianHMM
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 from latentfs.models.plsa import PLSA
 
 __all__ = [
+    "CategoricalHMM",
+    "GaussianHMM",
     "PLSA",
     "ConditionalGammaPoissonDCA",
     "DirichletDCA",

@@ -12,8 +12,10 @@ theorem, so the α-step is the leading eigenvector of G. Variants (a dict, ``_VA
 
 * ``"power"`` — Definition 2 (power-embedded): one orthogonal-iteration sweep ``Q ← qr(A_α Q)`` per α.
 * ``"basic"`` — §3: Q = exact top-k eigenvectors of ``A_α`` each cycle.
-* ``"ritz"`` — Definition 4: the sweep followed by a Rayleigh–Ritz rotation (printed ``Q̄ᵀQ̄`` read as
-  ``Q̄Q̄ᵀ``).
+* Definition 4's Rayleigh–Ritz variant is **not offered**: its rotation Q = Q̄U changes Q only within
+  span(Q̄), and G = (MMᵀ)∘(MQQᵀMᵀ) depends on Q only through the projector QQᵀ, so every α it produces
+  is the α of the power iteration one sweep later (measured: equal to 3e-16 after 39 vs 40 sweeps) at
+  1.6× the cost per sweep. ``variant="ritz"`` raises a :class:`DataError` saying so.
 * ``"laplacian"`` — Definition 5: ``A_α`` replaced by ``L_α = A_α − D_α + d I`` (shift
   ``"max_diag"``, ``"max_degree"`` or a number); with centred rows ``D_α = 0`` and it reduces to a
   shifted ``A_α``, so it is only distinct with ``center=False``.
@@ -292,18 +294,6 @@ def _basic_q_step(op: _Affine, st: _State, alpha: np.ndarray, ctx: dict[str, Any
     st.P = op.rmatmat(st.Q)
 
 
-def _ritz_q_step(op: _Affine, st: _State, alpha: np.ndarray, ctx: dict[str, Any]) -> None:
-    # Definition 4: Q̄ = qr(A_α Q); α recomputed from Ḡ(Q̄); S = Q̄ᵀ A_α Q̄; Q = Q̄ U (eigvecs of S, descending)
-    Qb = _qr_pos(op.matmat(alpha[:, None] * st.P))
-    Pb = op.rmatmat(Qb)
-    lam, a = _alpha_step(_HadamardGram([(1.0, op, Pb)]), ctx["solver"], alpha)
-    ctx["ritz_alpha"] = a
-    S = Pb.T @ (a[:, None] * Pb)
-    _, U = np.linalg.eigh(S)
-    st.Q = Qb @ U[:, ::-1]
-    st.P = Pb @ U[:, ::-1]
-
-
 def _laplacian_shift(op: _Affine, alpha: np.ndarray, sigma: np.ndarray, rule: Any) -> float:
     # Definition 5 step 3: d = max diag(A_α) / Σα ("max_diag"); §2.2: max degree of D_α ("max_degree")
     total = alpha.sum()
@@ -328,7 +318,6 @@ def _laplacian_q_step(op: _Affine, st: _State, alpha: np.ndarray, ctx: dict[str,
 _VARIANTS: dict[str, tuple[Callable[..., Any], Callable[..., None]]] = {
     "power": (_standard_design, _power_q_step),
     "basic": (_standard_design, _basic_q_step),
-    "ritz": (_standard_design, _ritz_q_step),
     "laplacian": (_laplacian_design, _laplacian_q_step),
 }
 
@@ -384,8 +373,6 @@ def _run_q_alpha(op: _Affine, k: int, variant: str, init: Any, max_iter: int, to
         it = step
         lam, new = _alpha_step(design(op, st, sigma), solver, alpha)
         q_step(op, st, new, ctx)
-        if "ritz_alpha" in ctx:
-            new = ctx.pop("ritz_alpha")
         delta = float(np.linalg.norm(new - alpha)) if alpha is not None else np.inf
         hist["objective"].append(lam)
         hist["delta"].append(delta)
@@ -413,7 +400,8 @@ def q_alpha(X: Any, n_clusters: int = 2, *, variant: str = "power", init: Any = 
         Samples in rows (the paper's ``Mᵀ``); sparse input is never densified.
     n_clusters : int
         ``k``, the number of eigenvectors in Q.
-    variant : {"power", "basic", "ritz", "laplacian"}
+    variant : {"power", "basic", "laplacian"}
+        (Definition 4's "ritz" is not offered: it equals "power" one sweep later; see the module docstring.)
     init : {"pca", "random"} or array of shape (n_samples, k)
         ``Q(0)``: top-k principal directions of the preprocessed samples (deterministic), a seeded
         random orthonormal matrix, or a given one (the paper leaves it open).
@@ -443,6 +431,12 @@ def q_alpha(X: Any, n_clusters: int = 2, *, variant: str = "power", init: Any = 
     [0, 1, 2]
     """
     A, _ = _as_matrix(X)
+    if variant == "ritz":
+        raise DataError(
+            "variant='ritz' is not offered: Definition 4's Rayleigh–Ritz rotation stays inside span(Q̄) and "
+            "G = (MMᵀ)∘(MQQᵀMᵀ) depends on Q only through QQᵀ, so it returns the power iteration's α one "
+            "sweep later at 1.6× the cost. Use variant='power'."
+        )
     _check_choice(variant, _VARIANTS, "variant")
     _check_choice(solver, ("auto", *_SOLVERS), "solver")
     _check_iter(max_iter, tol)
@@ -825,7 +819,13 @@ class QAlpha(_QAlphaSelectorMixin, BaseSelector):
 
 
 class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
-    """Supervised Q-α (Wolf & Shashua 2005, Definition 6); see :func:`supervised_q_alpha`.
+    """Supervised Q-α; see :func:`supervised_q_alpha`.
+
+    The default is ``variant="indicator"`` (a latentfs extension): on the paper's Weston linear protocol
+    (50 training points, top 2 features, linear SVM, 500 test points, 6 sets) it reaches test error 0.137,
+    equal to the ANOVA F ranking (0.137) and better than unsupervised Q-α (0.26), where the paper's
+    Definition 6 (``variant="literal"``) is at chance (0.49). Use ``"literal"`` for within-class structure
+    with zero class means (Weston's nonlinear problem), which the indicator variant cannot see.
 
     Examples
     --------
@@ -836,7 +836,7 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
     [0]
     """
 
-    def __init__(self, n_features_to_select: int | str | None = None, *, variant: str = "literal",
+    def __init__(self, n_features_to_select: int | str | None = None, *, variant: str = "indicator",
                  k_within: int = 2, k_between: int = 1, gamma: float = 0.5, normalize: str = "global",
                  max_iter: int = 100, tol: float = 1e-6, solver: str = "auto") -> None:
         self.n_features_to_select = n_features_to_select

@@ -8,7 +8,7 @@ approach"). F means "F occurs in the document", F̄ "F does not occur". The chap
     MutualInfoTxt(F)   = Σ_i P(C_i) log[P(F|C_i)/P(F)]
     Freq(F)            = TF(F)
     OddsRatio(F)       = log[P(F|pos)(1 − P(F|neg)) / ((1 − P(F|pos)) P(F|neg))]
-    BNS(F)             = Φ⁻¹(P(F|pos)) − Φ⁻¹(P(F|neg))
+    BNS(F)             = |Φ⁻¹(P(F|pos)) − Φ⁻¹(P(F|neg))|   (Forman 2003; the chapter omits |·|)
     FisherIndexTxt(F)  = (P(F|pos) − P(F|neg))² / Σ_{C ∈ {pos, neg}} (1/|C|) Σ_{d ∈ C} (n(F, d) − P(F|C))²
 
 plus three the chapter does not define: document frequency (class-blind), χ² (Yang & Pedersen 1997:
@@ -167,6 +167,10 @@ def estimate_probabilities(stats: TextStatistics, estimator: ProbabilityEstimato
 # --------------------------------------------------------------------------------------------------
 # Measures: each a function of (statistics, probabilities, estimator) → (V,) scores
 # --------------------------------------------------------------------------------------------------
+def _clipped(p: np.ndarray, est: ProbabilityEstimator) -> np.ndarray:
+    return np.clip(p, est.clip, 1 - est.clip)
+
+
 def _kl_to_prior(p_cond: np.ndarray, p_class: np.ndarray) -> np.ndarray:
     """Σ_i P(C_i|·) log[P(C_i|·)/P(C_i)] with 0 log 0 = 0."""
     return np.sum(xlogy(p_cond, p_cond) - xlogy(p_cond, p_class[:, None]), axis=0)
@@ -184,10 +188,14 @@ def info_gain(stats: TextStatistics, pr: TextProbabilities, est: ProbabilityEsti
 
 
 def mutual_info_txt(stats: TextStatistics, pr: TextProbabilities, est: ProbabilityEstimator) -> np.ndarray:
-    """MutualInfoTxt(F) = Σ_i P(C_i) log[P(F|C_i)/P(F)]; 0 for words with P(F) = 0; −inf if some P(F|C_i) = 0."""
+    """MutualInfoTxt(F) = Σ_i P(C_i) log[P(F|C_i)/P(F)]; 0 for words with P(F) = 0.
+
+    P(F|C_i) and P(F) are clipped to [clip, 1 − clip] inside the logarithm (as for the odds ratio and BNS),
+    so a word absent from one class (P(F|C_i) = 0 under the plug-in estimator) scores a finite, very
+    negative value instead of −inf.
+    """
     seen = pr.p_feature > 0
-    with np.errstate(divide="ignore"):
-        logs = np.log(pr.p_feature_given_class[:, seen]) - np.log(pr.p_feature[seen])
+    logs = np.log(_clipped(pr.p_feature_given_class[:, seen], est)) - np.log(_clipped(pr.p_feature[seen], est))
     out = np.zeros(pr.p_feature.size)
     out[seen] = pr.p_class @ logs
     return out
@@ -203,19 +211,26 @@ def doc_freq(stats: TextStatistics, pr: TextProbabilities, est: ProbabilityEstim
     return stats.doc_freq.sum(axis=0)
 
 
-def _clipped(p: np.ndarray, est: ProbabilityEstimator) -> np.ndarray:
-    return np.clip(p, est.clip, 1 - est.clip)
-
-
 def odds_ratio(stats: TextStatistics, pr: TextProbabilities, est: ProbabilityEstimator) -> np.ndarray:
-    """OddsRatio(F) = log[P(F|pos)(1 − P(F|neg)) / ((1 − P(F|pos))P(F|neg))]; row 1 is pos."""
+    """OddsRatio(F) = log[P(F|pos)(1 − P(F|neg)) / ((1 − P(F|pos))P(F|neg))]; row 1 is pos.
+
+    One-sided by definition (Mladenić & Grobelnik 1999): it ranks words that mark the *positive* class
+    first, which is what makes it the best measure for naive Bayes on imbalanced node-vs-rest problems;
+    swapping the classes negates it. Use ``bns`` or ``chi2`` for a class-symmetric two-class score.
+    """
     p1, p0 = _clipped(pr.p_feature_given_class[1], est), _clipped(pr.p_feature_given_class[0], est)
     return np.log(p1) + np.log1p(-p0) - np.log1p(-p1) - np.log(p0)
 
 
 def bns(stats: TextStatistics, pr: TextProbabilities, est: ProbabilityEstimator) -> np.ndarray:
-    """Bi-normal separation Φ⁻¹(P(F|pos)) − Φ⁻¹(P(F|neg)) (Forman 2003; signed, as in the chapter)."""
-    return ndtri(_clipped(pr.p_feature_given_class[1], est)) - ndtri(_clipped(pr.p_feature_given_class[0], est))
+    """Bi-normal separation |Φ⁻¹(P(F|pos)) − Φ⁻¹(P(F|neg))| (Forman 2003, JMLR 3:1289, Table 1).
+
+    Forman's definition takes the absolute value: a word that marks the negative class is as useful as one
+    that marks the positive class, so BNS is symmetric in a class swap (the chapter prints it without |·|,
+    which would rank a negative-class word below a useless one).
+    """
+    p1, p0 = _clipped(pr.p_feature_given_class[1], est), _clipped(pr.p_feature_given_class[0], est)
+    return np.abs(ndtri(p1) - ndtri(p0))
 
 
 def fisher_index(stats: TextStatistics, pr: TextProbabilities, est: ProbabilityEstimator) -> np.ndarray:
@@ -391,6 +406,22 @@ def text_feature_scores(
 class TextScoreSelector(BaseSelector):
     """Keep the top ``n_features_to_select`` words (or those scoring ≥ ``threshold``) by one text measure.
 
+    Parameters
+    ----------
+    measure : str
+        One of :data:`MEASURES` or ``"random"``.
+    estimator : str or ProbabilityEstimator
+        See :func:`text_feature_scores`.
+    n_features_to_select : int, "auto" or None
+        ``"auto"`` (default): k = the vocabulary size of the positive class (``positive_class`` if given,
+        else the class with the fewest documents), i.e. the number of distinct words occurring in its
+        documents. Mladenić (2006, Fig. 5) finds that every measure except random peaks at this "vector
+        size 1". ``None`` with ``threshold=None`` keeps every word.
+    threshold : float, optional
+        Keep words scoring ≥ threshold (used when ``n_features_to_select`` is None).
+    positive_class, multiclass, seed
+        See :func:`text_feature_scores`.
+
     Examples
     --------
     >>> import numpy as np
@@ -405,7 +436,7 @@ class TextScoreSelector(BaseSelector):
         measure: str = "info_gain",
         *,
         estimator: str | ProbabilityEstimator = "bernoulli",
-        n_features_to_select: int | None = None,
+        n_features_to_select: int | str | None = "auto",
         threshold: float | None = None,
         positive_class: Any = None,
         multiclass: str = "weighted",
@@ -422,7 +453,31 @@ class TextScoreSelector(BaseSelector):
     def _fit(self, X: Any, y: Any) -> FeatureWeights:
         if y is None:
             raise DataError("TextScoreSelector needs class labels: call fit(X, y) with y.")
-        return text_feature_scores(
+        k = self.n_features_to_select
+        if isinstance(k, str) and k != "auto":
+            raise DataError(
+                f"n_features_to_select must be a positive int, 'auto' or None; got {k!r}. "
+                "Use 'auto' for the positive-class vocabulary size."
+            )
+        fw = text_feature_scores(
             X, y, self.measure, estimator=self.estimator, positive_class=self.positive_class,
             multiclass=self.multiclass, seed=self.seed,
         )
+        if k == "auto":
+            self.k_ = self._auto_k(X, y)
+        return fw
+
+    k_: int
+
+    def _auto_k(self, X: Any, y: Any) -> int:
+        counts = sp.csr_matrix(X) if sp.issparse(X) else sp.csr_matrix(np.asarray(X))
+        labels = np.asarray(y)
+        classes, sizes = np.unique(labels, return_counts=True)
+        pos = self.positive_class if self.positive_class is not None else classes[np.argmin(sizes)]
+        in_pos = np.asarray(counts[labels == pos].sum(axis=0)).ravel() > 0
+        return max(1, int(in_pos.sum()))
+
+    def _support_from(self, weights: FeatureWeights) -> np.ndarray:
+        if self.n_features_to_select == "auto":
+            return weights.support(min(self.k_, weights.n_features))
+        return super()._support_from(weights)

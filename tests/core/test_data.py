@@ -74,7 +74,7 @@ def test_empty_documents_error_by_default_and_drop_on_request():
     assert counts.kept_documents.tolist() == [0, 2]
     assert counts.document_names == ("doc0", "doc2")
     assert as_counts(X, empty_documents="keep").n_documents == 3
-    with pytest.raises(DataError, match="empty_documents must be 'error', 'drop' or 'keep'; got 'skip'"):
+    with pytest.raises(DataError, match=r"empty_documents must be one of \['error', 'drop', 'keep'\]; got 'skip'"):
         as_counts(X, empty_documents="skip")
 
 

@@ -57,4 +57,7 @@ def test_selection_errors():
     with pytest.raises(DataError, match=r"band needs draws, and the weights of 'm' have none"):
         fw.band()
     with pytest.raises(DataError, match=r"level must lie in \(0, 1\); got 1.5"):
-        FeatureWeights([1.0], "m", draws=[[1.0]]).band(1.5)
+        FeatureWeights([1.0], "m", draws=[[1.0], [2.0]]).band(1.5)
+    # One replicate is a point estimate: it gives no band, never a zero-width one.
+    point = FeatureWeights([1.0], "m", draws=[[1.0]])
+    assert point.draws is None and "point estimate" in point.info["band"]

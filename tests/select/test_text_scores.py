@@ -34,7 +34,7 @@ def test_two_class_measures_by_hand(table):
     X, y, occ = table
     p1, p0 = 3 / 4, 1 / 6
     assert np.isclose(score(X, y, "odds_ratio")[0], np.log(15.0))
-    assert np.isclose(score(X, y, "bns")[0], ndtri(p1) - ndtri(p0))
+    assert np.isclose(score(X, y, "bns")[0], abs(ndtri(p1) - ndtri(p0)))
     assert np.isclose(score(X, y, "fisher_index")[0], (p1 - p0) ** 2 / (p1 * (1 - p1) + p0 * (1 - p0)))
     assert np.isclose(score(X, y, "chi2")[0], 10 * (3 * 5 - 1 * 1) ** 2 / (4 * 6 * 4 * 6))
     cont = np.array([[3, 1], [1, 5]])
@@ -94,9 +94,10 @@ def test_mutual_info_txt_pitfall_and_sign_properties(rng):
 def test_class_swap_symmetries(rng):
     X = rng.poisson(0.5, size=(60, 15))
     y = rng.integers(0, 2, size=60)
-    for m in ("odds_ratio", "bns"):
-        np.testing.assert_allclose(score(X, y, m, positive_class=1), -score(X, y, m, positive_class=0), atol=1e-12)
-    for m in ("fisher_index", "chi2", "info_gain", "weight_of_evidence"):
+    # Mladenić's odds ratio is one-sided by definition: swapping the classes negates it
+    np.testing.assert_allclose(score(X, y, "odds_ratio", positive_class=1),
+                               -score(X, y, "odds_ratio", positive_class=0), atol=1e-12)
+    for m in ("bns", "fisher_index", "chi2", "info_gain", "weight_of_evidence"):
         np.testing.assert_allclose(score(X, y, m), score(X, 1 - y, m), atol=1e-12)
 
 
@@ -170,3 +171,49 @@ def test_errors(table):
         TextScoreSelector().fit(X)
     with pytest.raises(DataError, match="seed must be an int"):
         text_feature_scores(X, y, "random", estimator="bernoulli", seed="x")
+
+
+def test_bns_is_forman_absolute_and_symmetric_in_class_swap(rng):
+    # Forman (2003): BNS = |F⁻¹(tpr) − F⁻¹(fpr)|; a word only in negative documents is as informative as
+    # one only in positive documents, and both outrank a word spread evenly over the classes.
+    y = np.array([1] * 10 + [0] * 10)
+    only_pos = np.r_[np.ones(10), np.zeros(10)]
+    only_neg = 1 - only_pos
+    even = np.tile([1, 0], 10)
+    X = np.column_stack([only_pos, only_neg, even]).astype(int)
+    b = score(X, y, "bns")
+    assert np.isclose(b[0], b[1]) and b[1] > b[2] >= 0
+    np.testing.assert_allclose(score(X, y, "bns", positive_class=1), score(X, y, "bns", positive_class=0))
+    Xr = rng.poisson(0.5, size=(60, 15))
+    yr = rng.integers(0, 2, size=60)
+    np.testing.assert_allclose(score(Xr, yr, "bns"), score(Xr, 1 - yr, "bns"), atol=1e-12)
+
+
+def test_mutual_info_txt_finite_with_zero_cells_under_default_estimator():
+    # a word absent from one class: P(F|C) = 0 under the plug-in (selector default) estimator
+    X = np.array([[1, 1], [1, 0], [0, 1], [0, 0]])
+    y = np.array([1, 1, 0, 0])
+    est = TextScoreSelector().estimator
+    mi = score(X, y, "mutual_info_txt", est)
+    assert np.all(np.isfinite(mi))
+    sel = TextScoreSelector("mutual_info_txt").fit(X, y)
+    assert np.all(np.isfinite(sel.weights_.scores))
+
+
+def test_default_selector_keeps_the_positive_vocabulary_not_everything():
+    # Mladenić (Fig. 5): every measure peaks near "vector size 1", the vocabulary of the positive
+    # (minority) class documents; the default k is that size, not all words.
+    rng = np.random.default_rng(3)
+    n, V = 200, 400
+    y = (np.arange(n) < 20).astype(int)
+    X = np.zeros((n, V), dtype=int)
+    X[y == 1, :50] = rng.poisson(0.5, size=(20, 50))
+    X[y == 0] = rng.poisson(0.02, size=(180, V))
+    sel = TextScoreSelector().fit(X, y)
+    k = int(sel.get_support().sum())
+    assert k == int(np.count_nonzero(X[y == 1].sum(axis=0)))
+    assert 0 < k < V
+    assert sel.get_support()[:50].mean() > 0.9  # the positive-class words are kept
+    # explicit k or threshold still win
+    assert TextScoreSelector(n_features_to_select=7).fit(X, y).get_support().sum() == 7
+    assert TextScoreSelector(n_features_to_select=None).fit(X, y).get_support().all()

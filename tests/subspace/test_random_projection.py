@@ -60,8 +60,17 @@ def test_jl_min_dim_values_and_auto_dimension():
     assert d == int(np.ceil(4 * np.log(1000 * 999 / 0.05) / (0.09 - 0.027)))
     assert jl_min_dim(1000, 0.3, form="dasgupta_gupta") == 768
     assert jl_min_dim(10, 0.5) < jl_min_dim(100, 0.5) < jl_min_dim(100, 0.2)
-    rp = RandomProjection("auto", eps=0.5, seed=0).fit(np.zeros((10, 3)))
-    assert rp.n_components_ == jl_min_dim(10, 0.5)
+    rp = RandomProjection("auto", eps=0.5, seed=0).fit(np.zeros((10, 500)))
+    assert rp.n_components_ == jl_min_dim(10, 0.5) < 500
+
+
+def test_auto_refuses_to_expand_the_dimension():
+    # digits' shape: 1797 × 64; the JL dimension (1142 for eps=0.3, delta=0.05) used to be drawn silently
+    X = np.random.default_rng(0).normal(size=(1797, 64))
+    d = jl_min_dim(1797, 0.3)
+    with pytest.raises(DataError, match=rf"n_components='auto' needs {d} dimensions .* but X has only 64 features"):
+        RandomProjection("auto", seed=0).fit(X)
+    assert RandomProjection(32, seed=0).fit(X).n_components_ == 32  # an explicit d is still honoured
 
 
 def test_seed_determinism_and_torch_generator():

@@ -15,10 +15,12 @@ Importing this package registers every engine of the family with :func:`latentfs
 import importlib
 import pkgutil
 
+from latentfs.inference.dca.estimator import DCA
 from latentfs.inference.dca.features import DCAClassifier, DCAFeatures, component_features, fold_in_features
 from latentfs.inference.dca.weights import component_shares, top_words, word_importance, word_relevance
 
 __all__ = [
+    "DCA",
     "DCAClassifier",
     "DCAFeatures",
     "component_features",

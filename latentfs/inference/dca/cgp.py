@@ -75,6 +75,7 @@ __all__ = [
 ]
 
 _TOGGLE_TOL = 1e-9  # a toggle must raise a document's bound by more than this (nats)
+RHO_FLOOR = 0.01  # learn_rho keeps ρ in [RHO_FLOOR, 1 − RHO_FLOOR] (fit_cgp_vb)
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,7 @@ def fit_cgp_vb(
     num_draws: int = 200,
     init: CGPState | None = None,
     callback: Any = None,
+    learn_after: int = 20,
 ) -> Posterior:
     """Fit a CGP model by the spike-and-slab mean field (module docstring); ``fit(model, X, method="vb")``.
 
@@ -243,7 +245,13 @@ def fit_cgp_vb(
     learn_rho : bool
         Set ρ_k to the mean of q(l_ik = 0) after every cycle; recorded in ``hyperparameters`` and
         ``extras["rho_trace"]`` (n_iter, K). (``learn_alpha``/``learn_beta`` are available with
-        ``method="gibbs"`` only.)
+        ``method="gibbs"`` only.) ρ is kept within [0.01, 0.99] (:data:`RHO_FLOOR`): ρ = 0 is an absorbing
+        state of this update (with ρ → 0 no document gains by switching a component off, so q(l = 0) → 0
+        and ρ stays at 0: a planted ρ = 0.5 went to 0 from a start of 0.05); from the floor a component
+        whose documents do not use it can still switch off, so ρ can grow again.
+    learn_after : int
+        Cycles with ρ fixed before learning starts (the on/off sets of a near-uniform starting Θ say
+        nothing about ρ).
     num_draws : int
         Draws from q(l) stored as the ``doc_scores`` site (its spike at zero is not a fitted family).
     init : CGPState, optional
@@ -273,6 +281,8 @@ def fit_cgp_vb(
             "method='gibbs', or learn_rho=True only."
         )
     learn = check_learn(model, learn_rho=learn_rho)
+    if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
+        raise DataError(f"learn_after must be a non-negative integer (cycles before learning); got {learn_after!r}.")
     for name, v in (("inner_iters", inner_iters), ("num_draws", num_draws)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise DataError(f"{name} must be a positive integer; got {v!r}.")
@@ -294,7 +304,8 @@ def fit_cgp_vb(
         new, objective, bound = cgp_vb_step(model, data, s, hyper, inner_iters)
         bounds.append(bound)
         if learn:
-            hyper["rho"] = zero_fraction(q_zero_probability(new, hyper))
+            if len(bounds) > learn_after:
+                hyper["rho"] = zero_fraction(q_zero_probability(new, hyper), floor=RHO_FLOOR)
             rho_trace.append(hyper["rho"].cpu().numpy().copy())
         return new, objective
 
@@ -397,6 +408,4 @@ def cgp_fold_in(
     }
 
 
-@register(ConditionalGammaPoissonDCA, "vb")
-def _vb_cgp(model: ConditionalGammaPoissonDCA, X: Any, **options: Any) -> Posterior:
-    return fit_cgp_vb(model, X, **options)
+register(ConditionalGammaPoissonDCA, "vb")(fit_cgp_vb)

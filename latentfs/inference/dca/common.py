@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.data import CountMatrix, as_counts, check_n_components
+from latentfs.core.data import CountMatrix, DataError, as_counts, check_n_components
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA, group_totals
 
 DCAModel = DirichletDCA | GammaPoissonDCA | ConditionalGammaPoissonDCA
@@ -302,3 +302,65 @@ def dims_and_coords(model: DCAModel, data: DCAData) -> tuple[dict[str, tuple[str
         "document": list(data.counts.document_names),
     }
     return dims, coords
+
+
+def check_store(model: DCAModel, store: Any) -> tuple[str, ...]:
+    """Validate a sampler's ``store=``: the sites whose draws are kept (default: ``topic_word`` only).
+
+    The per-document site is kept as a running mean (``extras["<doc_site>_mean"]``) whatever ``store``
+    says; its draws are stored only when asked for, since they cost I·K floats per kept sweep.
+    """
+    allowed = ("topic_word", model.doc_site)
+    sites = ("topic_word",) if store is None else tuple([store] if isinstance(store, str) else store)
+    unknown = sorted(set(sites) - set(allowed))
+    if unknown or not sites:
+        raise DataError(
+            f"store must name sites among {list(allowed)}; got {list(sites)!r}. Use store=('topic_word',) (the "
+            f"default) or store=('topic_word', {model.doc_site!r}) to keep per-document draws too."
+        )
+    return sites
+
+
+def finish_sampler(
+    post: Any,
+    *,
+    chain_extras: dict[str, tuple[np.ndarray, int]],
+    per_chain: dict[str, tuple[np.ndarray, int]] | None = None,
+    align: bool,
+    warn: bool,
+) -> dict[str, np.ndarray]:
+    """Relabel, then average chain-level outputs; then check convergence. Returns the chain-averaged arrays.
+
+    ``chain_extras`` maps an extras name to (array shaped (chain, ...), component axis within one chain's
+    array): running means over a chain's kept draws (component counts, Rao-Blackwellised estimates) and
+    learned component-indexed hyperparameters. Each chain's components carry its own labels, so these are
+    permuted by the chain's modal relabelling (:meth:`Posterior.align`) *before* they are averaged over
+    chains; only the averages ((...) without the chain axis) are stored in ``post.extras``. ``per_chain``
+    arrays are relabelled the same way but kept per chain (for example hyperparameter traces).
+
+    With ``align=False`` nothing is relabelled and nothing is averaged: every array keeps its chain axis
+    (averaging components in different label orders would mix them).
+    """
+    everything = {**chain_extras, **(per_chain or {})}
+    for name, (arr, _) in everything.items():
+        post.extras[name] = np.asarray(arr)
+    averaged: dict[str, np.ndarray] = {}
+    n_chains = next(iter(everything.values()))[0].shape[0] if everything else 1
+    if align and "topic_word" in post.sites and post.is_sampled:
+        with warnings.catch_warnings():
+            if not warn:
+                warnings.simplefilter("ignore", category=_convergence_warning())
+            post.align("topic_word", chain_extras={name: axis for name, (_, axis) in everything.items()})
+    if (align and post.alignment is not None) or n_chains == 1:
+        for name in chain_extras:
+            averaged[name] = post.extras[name].mean(0)
+            post.extras[name] = averaged[name]
+    if post.is_sampled:
+        post.check_convergence(warn=warn)
+    return averaged
+
+
+def _convergence_warning() -> type[Warning]:
+    from latentfs.core.driver import ConvergenceWarning
+
+    return ConvergenceWarning

@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import best_run, chain_generators, run_optimizer
+from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import (
@@ -367,16 +367,16 @@ def _run(
     if not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and tol >= 0):
         raise DataError(f"tol must be a non-negative number; got {tol!r}.")
     gens = chain_generators(seed, n_restarts, device)
-    runs = []
-    for r in range(n_restarts):
+
+    def one(r: int) -> OptimizerRun:
         start = _init_state(init, model, data, scores) if (init is not None and r == 0) else point_init(
             model, data, gens[r], scores
         )
-        run = run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=desc, progress=progress, warn=warn,
-                            remedies="raise max_iter, loosen tol, or use n_restarts > 1")
-        run.info["restart"] = r
-        runs.append(run)
-    return best_run(runs), [r.objective for r in runs]
+        return run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=desc, progress=progress, warn=False)
+
+    best, runs = run_restarts(n_restarts, one, warn=warn, desc=desc,
+                              remedies="raise max_iter, loosen tol, or use n_restarts > 1")
+    return best, [r.objective for r in runs]
 
 
 def _posterior(
@@ -646,21 +646,7 @@ def fit_map(
     )
 
 
-@register(GammaPoissonDCA, "nmf_kl")
-def _nmf_gap(model: GammaPoissonDCA, X: Any, **options: Any) -> Posterior:
-    return fit_nmf_kl(model, X, **options)
-
-
-@register(DirichletDCA, "plsi_em")
-def _plsi_dm(model: DirichletDCA, X: Any, **options: Any) -> Posterior:
-    return fit_plsi(model, X, **options)
-
-
-@register(DirichletDCA, "map")
-def _map_dm(model: DirichletDCA, X: Any, **options: Any) -> Posterior:
-    return fit_map(model, X, **options)
-
-
-@register(GammaPoissonDCA, "map")
-def _map_gap(model: GammaPoissonDCA, X: Any, **options: Any) -> Posterior:
-    return fit_map(model, X, **options)
+register(GammaPoissonDCA, "nmf_kl")(fit_nmf_kl)
+register(DirichletDCA, "plsi_em")(fit_plsi)
+register(DirichletDCA, "map")(fit_map)
+register(GammaPoissonDCA, "map")(fit_map)

@@ -49,6 +49,25 @@ def _check_result(result: Any) -> Posterior:
     return result
 
 
+def _component_counts(result: Posterior) -> np.ndarray:
+    """``extras["component_counts"]`` in the one convention of every engine: (I, K), documents × components,
+    chain-averaged after relabelling for samplers. Anything else is refused, never normalised along a guess."""
+    counts = np.asarray(result.extras["component_counts"], dtype=np.float64)
+    n_docs = len(result.coords.get("document", ())) or counts.shape[0]
+    K = len(result.coords.get("component", ())) or int(np.asarray(result.hyperparameters["alpha"]).size)
+    if counts.shape != (n_docs, K):
+        per_chain = counts.ndim == 3 and counts.shape[1:] == (n_docs, K)
+        raise DataError(
+            f"result.extras['component_counts'] must have shape (documents, components) = {(n_docs, K)}; got "
+            f"{counts.shape}."
+            + (" It is per chain: average the chains only after relabelling them to one label order (the engine "
+               "should do so and record result.alignment)." if per_chain else " Refit with a current engine.")
+        )
+    if (counts < 0).any() or not np.isfinite(counts).all():
+        raise DataError("result.extras['component_counts'] must hold finite non-negative expected counts.")
+    return counts
+
+
 def _check_kind(kind: str, threshold: float) -> None:
     if kind not in KINDS:
         raise DataError(f"kind must be one of {KINDS}; got {kind!r}.")
@@ -83,7 +102,7 @@ def component_features(result: Posterior, *, kind: str = "counts", threshold: fl
     """
     result = _check_result(result)
     _check_kind(kind, threshold)
-    counts = np.asarray(result.extras["component_counts"], dtype=np.float64)
+    counts = _component_counts(result)
     if result.model == "DirichletDCA":
         scores = counts + np.asarray(result.hyperparameters["alpha"])
     elif "doc_scores_mean" in result.extras:
@@ -257,10 +276,23 @@ class DCAClassifier:
     seed : int
     fit_options : dict, optional
         Passed to :func:`latentfs.fit`.
+    class_prior : {"uniform", "fitted", "model"} or array (C,), default "uniform"
+        The class prior π of the decision. The model gives P_model(c | w) = Σ_k E_q[m_k] θ_{c,k} and, from
+        the prior E[m] = α / Σα, P_model(c) = Σ_k α_k θ_{c,k} / Σα; the class likelihood is
+        p(w | c) ∝ P_model(c | w) / P_model(c), and P(c | w) ∝ π_c p(w | c) (Bayes' rule, as in naive
+        Bayes). ``"uniform"`` (default): π = 1/C, a balanced decision; on a 92/8 planted problem it gave
+        minority recall 0.98 where the model's own posterior and the training frequencies gave 0.0
+        (the model's class posterior already carries the training imbalance); ``"fitted"``: π = the
+        training class frequencies; ``"model"``: the model's own P_model(c | w) unchanged (the behaviour
+        before class priors); an array: those prior probabilities.
+    threshold : float in (0, 1), optional
+        Two classes only: predict ``classes_[1]`` when its probability is at least ``threshold``
+        (instead of the larger probability).
 
     Attributes
     ----------
-    classes_ : ndarray, the class labels; result_ : the fitted Posterior; n_features_in_ : int
+    classes_ : ndarray, the class labels; class_prior_ : ndarray, π used; result_ : the fitted Posterior;
+    n_features_in_ : int
 
     Examples
     --------
@@ -284,6 +316,8 @@ class DCAClassifier:
         method: str = "vb",
         seed: int = 0,
         fit_options: dict[str, Any] | None = None,
+        class_prior: Any = "uniform",
+        threshold: float | None = None,
     ) -> None:
         self.n_components = n_components
         self.alpha = alpha
@@ -293,6 +327,35 @@ class DCAClassifier:
         self.method = method
         self.seed = seed
         self.fit_options = fit_options
+        self.class_prior = class_prior
+        self.threshold = threshold
+
+    def _resolve_prior(self, frequencies: np.ndarray) -> np.ndarray | None:
+        """π of the decision (None for the model's own posterior); validates class_prior and threshold."""
+        C = frequencies.size
+        t = self.threshold
+        if t is not None:
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 1:
+                raise DataError(f"threshold must be a number in (0, 1) or None; got {t!r}.")
+            if C != 2:
+                raise DataError(f"threshold applies to two classes; got {C}. Use class_prior=… for more classes.")
+        prior = self.class_prior
+        if isinstance(prior, str):
+            if prior == "fitted":
+                return frequencies / frequencies.sum()
+            if prior == "uniform":
+                return np.full(C, 1.0 / C)
+            if prior == "model":
+                return None
+            raise DataError(
+                f"class_prior must be 'fitted', 'uniform', 'model' or an array of {C} probabilities; got {prior!r}."
+            )
+        arr = np.asarray(prior, dtype=np.float64)
+        if arr.shape != (C,) or not np.isfinite(arr).all() or (arr <= 0).any():
+            raise DataError(
+                f"class_prior must hold {C} positive numbers (one per class, in the order of classes_); got {prior!r}."
+            )
+        return arr / arr.sum()
 
     def fit(self, X: Any, y: Any) -> DCAClassifier:
         from latentfs.core.registry import fit
@@ -314,6 +377,7 @@ class DCAClassifier:
         onehot = sp.csr_matrix((np.full(n, float(w)), (np.arange(n), codes)), shape=(n, classes.size))
         augmented = sp.hstack([counts, onehot], format="csr")
         model = DirichletDCA(self.n_components, alpha=self.alpha, gamma=self.gamma, groups=groups)
+        self.class_prior_ = self._resolve_prior(np.bincount(codes, minlength=classes.size).astype(np.float64))
         self.result_ = fit(model, augmented, method=self.method, seed=self.seed, **(self.fit_options or {}))
         self.classes_ = classes
         self.n_features_in_ = J
@@ -324,7 +388,7 @@ class DCAClassifier:
             raise DataError("this DCAClassifier is not fitted yet; call fit(X, y) first.")
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """P(class | words) for each document (n, C); rows sum to 1."""
+        """P(class | words) for each document (n, C) under ``class_prior``; rows sum to 1."""
         self._check_fitted()
         counts = as_counts(X, name="X", empty_documents="keep").csr
         if counts.shape[1] != self.n_features_in_:
@@ -338,9 +402,15 @@ class DCAClassifier:
         a = _fold_in_shapes(theta[:, :J], counts, alpha, None, 500, 1e-8)  # the class group is empty
         m = a / a.sum(1, keepdims=True)
         proba = m @ theta[:, J:]
-        return proba / proba.sum(1, keepdims=True)  # exact already; removes rounding
+        if self.class_prior_ is not None:
+            model_prior = alpha @ theta[:, J:] / alpha.sum()  # P_model(c), from E[m] = α / Σα
+            proba = proba / model_prior * self.class_prior_
+        return proba / proba.sum(1, keepdims=True)
 
     def predict(self, X: Any) -> np.ndarray:
-        """The most probable class of each document."""
+        """The most probable class of each document (or, with ``threshold``, classes_[1] when P ≥ threshold)."""
         self._check_fitted()
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        if self.threshold is not None:
+            return self.classes_[(proba[:, 1] >= self.threshold).astype(np.int64)]
+        return self.classes_[np.argmax(proba, axis=1)]

@@ -20,8 +20,13 @@ drawn ∝ m_k θ_jk, θ normalised within j's group); each θ_{·,k} is drawn as
 
 Hyperparameters can be learned during warm-up (``learn_alpha``, ``learn_beta``, ``learn_rho``; a
 stochastic-EM step after every warm-up sweep, from the current counts and scores, see
-:mod:`latentfs.inference.dca.hyper`); they are then held fixed while draws are kept, so the kept
-draws come from the posterior at the learned values.
+:mod:`latentfs.inference.dca.hyper`); each chain then keeps the mean of its updates over the second half
+of its warm-up, fixed while draws are kept, so the kept draws come from the posterior at the learned
+values; a ``ConvergenceWarning`` says when the updates had not settled (:func:`fit_gibbs`).
+
+Chain-level outputs (running means over kept draws, learned component-indexed hyperparameters) are
+relabelled with their chain's permutation before chains are averaged (:func:`~latentfs.inference.dca.common.
+finish_sampler`).
 
 Gamma and Dirichlet draws are made in log space (Gamma(a) = Gamma(a + 1) · U^{1/a}) so that small
 concentrations such as γ = 0.01 do not underflow in float32 (FIELD_NOTES).
@@ -44,8 +49,10 @@ from latentfs.inference.dca.common import (
     DCAData,
     DCAModel,
     cgp_zero_probability,
+    check_store,
     dims_and_coords,
     doc_loglik,
+    finish_sampler,
     group_softmax,
     hyper_tensors,
     log_length_factorials,
@@ -380,6 +387,7 @@ def fit_gibbs(
     learn_beta: bool = False,
     learn_rho: bool = False,
     vstep: str = "auto",
+    warn: bool = True,
 ) -> Posterior:
     """Sample a DCA posterior by direct Gibbs (``latentfs.fit(model, X, method="gibbs", ...)``).
 
@@ -388,29 +396,49 @@ def fit_gibbs(
     num_samples, num_warmup, num_chains, thin : chain lengths; chains run one after another.
     seed : int or torch.Generator; each chain gets an independent generator derived from it.
     dtype : torch.float64 (default) or torch.float32 (faster; sampling stays stable in log space).
-    store : sites to keep draws of (default both ``topic_word`` and the document site).
-    align : permute each chain's components to match chain 0 (Hungarian on ``topic_word``; recorded).
+    store : sites to keep draws of: ``("topic_word",)`` by default; add the document site
+        (``store=("topic_word", "doc_topic")``) to keep its draws too (I·K floats per kept sweep). The
+        document site's posterior mean is always kept, as ``extras["doc_topic_mean"]`` (or
+        ``"doc_scores_mean"``), shaped (I, K).
+    align : relabel every draw (within and across chains, :meth:`Posterior.align` on ``topic_word``) and
+        permute each chain's running means and learned hyperparameters by its chain's relabelling before
+        they are averaged over chains. ``align=False`` leaves labels alone and keeps every chain-level
+        output per chain (leading chain axis), since averaging unmatched components would mix them.
     log_likelihood : store log p(w_(i) | latent, Θ) per draw and document (the ArviZ log-likelihood).
     learn_alpha, learn_beta, learn_rho : bool
         Learn α (DM: Minka's fixed point from the counts c; GaP/CGP: the gamma-shape equation from the
-        sampled scores), β (GaP/CGP, with α fixed) or ρ (CGP: the fraction of zero scores) after every
-        warm-up sweep (module docstring). Each chain learns from the model's values; the result's
-        ``hyperparameters`` hold the chains' mean final values and ``extras["<name>_trace"]`` the values
-        after every sweep, shaped (chain, sweep, K).
-
+        sampled scores), β (GaP/CGP, with α fixed) or ρ (CGP: the fraction of zero scores) by one
+        stochastic-EM step after every warm-up sweep. Schedule: each chain learns from the model's values
+        during its warm-up; the value it keeps while sampling is the mean of its updates over the second
+        half of the warm-up (:func:`~latentfs.inference.dca.hyper.warmup_average`); a
+        ``ConvergenceWarning`` says when the updates were still moving (the means of the last two
+        warm-up quarters differ by more than 10%: raise ``num_warmup``). The kept draws are from the
+        posterior at the kept values. ``hyperparameters`` holds the mean over chains of the kept values,
+        after relabelling; ``extras["<name>_trace"]`` the value after every sweep, (chain, sweep, K),
+        relabelled; ``diagnostics["hyper_drift"]`` the gate's figures.
     vstep : {"auto", "compiled", "torch"}
         How the word splits V are drawn: a compiled loop (numba, CPU; the default there) or vectorised torch
         (any device). The same conditional either way; the compiled loop is ~6× faster on CPU.
+    warn : bool
+        Warn (``ConvergenceWarning``) when the relabelled draws have not converged (rank-normalised R̂ >
+        1.01 or ESS < 100 per chain, :meth:`Posterior.check_convergence`) or learning had not settled.
 
     Returns
     -------
-    Posterior with draws; for ConditionalGammaPoissonDCA ``extras["doc_scores_mean"]`` is the
-    Rao-Blackwellised corrected posterior mean E[l | c] (digest §1.5) averaged over the kept draws;
-    ``trace`` holds log p(w | latent, Θ) of every sweep at the values its V step
-    used (the chapter's Fig. 5, step 1c: a training trace, not a held-out measure), warm-up included;
-    ``extras["component_counts"]`` the mean of c_(i) over the kept draws.
+    Posterior with draws of the stored sites; ``extras["component_counts"]`` (I, K) the mean of c_(i) over
+    the kept draws and chains, ``extras["<doc_site>_mean"]`` (I, K) the mean of the document site, and for
+    ConditionalGammaPoissonDCA ``extras["doc_scores_mean"]`` is instead the Rao-Blackwellised corrected
+    posterior mean E[l | c] (digest §1.5); all three are relabelled per chain before the chains are
+    averaged. ``trace`` holds log p(w | latent, Θ) of every sweep at the values its V step used (the
+    chapter's Fig. 5, step 1c: a training trace, not a held-out measure), warm-up included.
     """
-    from latentfs.inference.dca.hyper import check_learn, gibbs_hyper_update, with_hyperparameters
+    from latentfs.inference.dca.hyper import (
+        check_learn,
+        check_warmup_learning,
+        gibbs_hyper_update,
+        warmup_average,
+        with_hyperparameters,
+    )
 
     learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta, learn_rho=learn_rho)
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
@@ -418,17 +446,17 @@ def fit_gibbs(
     model = resolve_model(model, data)
     hyper = _hyper(model, data)
     tokens = token_index(data)
-    sites = store if store is not None else ("topic_word", model.doc_site)
-    unknown = set(sites) - {"topic_word", model.doc_site}
-    if unknown:
-        raise DataError(f"store must name sites among ['topic_word', {model.doc_site!r}]; got {sorted(unknown)}.")
+    sites = check_store(model, store)
+    doc_site = model.doc_site
+    cgp = isinstance(model, ConditionalGammaPoissonDCA)
     counts_sum: list[torch.Tensor] = []
-    rb_sum: list[torch.Tensor] = []
+    doc_sum: list[torch.Tensor] = []
     chain_hyper: list[dict[str, torch.Tensor]] = []
     hyper_traces: list[dict[str, list[np.ndarray]]] = []
 
     def init(gen: torch.Generator) -> GibbsState:
         counts_sum.append(torch.zeros(data.n_documents, model.n_components, dtype=dtype, device=device))
+        doc_sum.append(torch.zeros(data.n_documents, model.n_components, dtype=dtype, device=device))
         chain_hyper.append(dict(hyper))
         hyper_traces.append({name: [] for name in learn})
         return gibbs_init(model, data, tokens, chain_hyper[-1], gen)
@@ -438,20 +466,31 @@ def fit_gibbs(
         new, lp = gibbs_step_with_loglik(model, data, tokens, state, h, gen, vstep)
         if learn:
             trace = hyper_traces[-1]
-            if len(trace[learn[0]]) < num_warmup:
+            done = len(trace[learn[0]])
+            if done < num_warmup:
                 h.update(gibbs_hyper_update(model, new, data, h, learn))
+            elif done == num_warmup:  # end of warm-up: keep the average of the settled updates
+                kept = {name: torch.as_tensor(warmup_average(np.stack(trace[name])), dtype=dtype, device=device)
+                        for name in learn}
+                if cgp:
+                    kept["zero_prob"] = cgp_zero_probability(
+                        kept.get("alpha", h["alpha"]), kept.get("beta", h["beta"]), kept.get("rho", h["rho"])
+                    )
+                h.update(kept)
             for name in learn:
                 trace[name].append(h[name].cpu().numpy().copy())
         return new, lp
 
     def collect(state: GibbsState) -> dict[str, np.ndarray]:
         counts_sum[-1] += state.doc_counts
-        if isinstance(model, ConditionalGammaPoissonDCA):
+        if cgp:
             # E[l | c] (digest §1.5, corrected): (c+α)/(1+β) if c > 0, else π α/(1+β); averaged over draws
             h, c = chain_hyper[-1], state.doc_counts
             scale = 1 + h["beta"]
-            rb_sum.append(torch.where(c > 0, (c + h["alpha"]) / scale, (1 - h["zero_prob"]) * h["alpha"] / scale))
-        out = {"topic_word": state.topic_word, model.doc_site: state.doc_latent}
+            doc_sum[-1] += torch.where(c > 0, (c + h["alpha"]) / scale, (1 - h["zero_prob"]) * h["alpha"] / scale)
+        else:
+            doc_sum[-1] += state.doc_latent
+        out = {"topic_word": state.topic_word, doc_site: state.doc_latent}
         kept = {s: out[s].detach().cpu().numpy() for s in sites}
         if log_likelihood:
             kept["_loglik"] = doc_loglik(model, data, state.topic_word, state.doc_latent).cpu().numpy()
@@ -464,20 +503,22 @@ def fit_gibbs(
     draws = dict(run.draws)
     loglik = draws.pop("_loglik", None)
     dims, coords = dims_and_coords(model, data)
+    n_chains = len(run.final_states)
     n_kept = max(run.n_draws, 1)
-    comp_counts = torch.stack(counts_sum[: len(run.final_states)]).mean(0) / n_kept
-    extras_hyper: dict[str, np.ndarray] = {}
-    if rb_sum:
-        extras_hyper["doc_scores_mean"] = torch.stack(rb_sum).mean(0).cpu().numpy()
+    to_np = lambda ts: torch.stack(ts[:n_chains]).cpu().numpy() / n_kept  # noqa: E731
+    chain_extras: dict[str, tuple[np.ndarray, int]] = {
+        "component_counts": (to_np(counts_sum), 1),
+        f"{doc_site}_mean": (to_np(doc_sum), 1),
+    }
+    per_chain: dict[str, tuple[np.ndarray, int]] = {}
+    drifts: dict[str, float] = {}
     if learn:
-        n_chains = len(run.final_states)
-        learned = {
-            name: np.mean([chain_hyper[c][name].cpu().numpy() for c in range(n_chains)], axis=0) for name in learn
-        }
-        model = with_hyperparameters(model, **learned)
         for name in learn:
+            chain_extras[name] = (np.stack([chain_hyper[c][name].cpu().numpy() for c in range(n_chains)]), 0)
             steps = min(len(hyper_traces[c][name]) for c in range(n_chains))
-            extras_hyper[f"{name}_trace"] = np.array([hyper_traces[c][name][:steps] for c in range(n_chains)])
+            per_chain[f"{name}_trace"] = (np.array([hyper_traces[c][name][:steps] for c in range(n_chains)]), 1)
+        drifts = check_warmup_learning({name: per_chain[f"{name}_trace"][0] for name in learn}, num_warmup,
+                                       warn=warn, method=f"{type(model).__name__} Gibbs")
     post = Posterior(
         model=type(model).__name__,
         method="gibbs",
@@ -487,38 +528,32 @@ def fit_gibbs(
         draws=draws,
         diagnostics={
             "interrupted": run.interrupted,
-            "num_chains": len(run.final_states),
+            "num_chains": n_chains,
             "num_draws": run.n_draws,
             "num_warmup": num_warmup,
             "thin": thin,
             "observation_dim": "document",
+            "stored_sites": list(sites),
+            **({"hyper_drift": drifts} if learn else {}),
         },
         log_likelihood=loglik,
-        extras={
-            "component_counts": comp_counts.cpu().numpy(),
-            "kept_documents": data.counts.kept_documents,
-            "doc_lengths": data.counts.doc_lengths,
-            **extras_hyper,
-        },
-        hyperparameters={**model.hyperparameters(), **({"learned": list(learn)} if learn else {})},
+        extras={"kept_documents": data.counts.kept_documents, "doc_lengths": data.counts.doc_lengths},
+        hyperparameters=model.hyperparameters(),
         sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
     )
-    if align and "topic_word" in draws and draws["topic_word"].shape[0] > 1:
-        post.align("topic_word")
-        post.diagnostics["rhat_max_topic_word"] = float(np.nanmax(post.rhat("topic_word")))
+    averaged = finish_sampler(post, chain_extras=chain_extras, per_chain=per_chain, align=align, warn=warn)
+    if learn:
+        values = {name: averaged.get(name, post.extras[name][0]) for name in learn}
+        for name in learn:
+            post.extras.pop(name, None)
+        post.hyperparameters = {**with_hyperparameters(model, **values).hyperparameters(), "learned": list(learn)}
+    if "topic_word" in post.sites:
+        rhat = post.rhat("topic_word")
+        if np.isfinite(rhat).any():
+            post.diagnostics["rhat_max_topic_word"] = float(np.nanmax(rhat))
     return post
 
 
-@register(DirichletDCA, "gibbs")
-def _gibbs_dm(model: DirichletDCA, X: Any, **options: Any) -> Posterior:
-    return fit_gibbs(model, X, **options)
-
-
-@register(GammaPoissonDCA, "gibbs")
-def _gibbs_gap(model: GammaPoissonDCA, X: Any, **options: Any) -> Posterior:
-    return fit_gibbs(model, X, **options)
-
-
-@register(ConditionalGammaPoissonDCA, "gibbs")
-def _gibbs_cgp(model: ConditionalGammaPoissonDCA, X: Any, **options: Any) -> Posterior:
-    return fit_gibbs(model, X, **options)
+register(DirichletDCA, "gibbs")(fit_gibbs)
+register(GammaPoissonDCA, "gibbs")(fit_gibbs)
+register(ConditionalGammaPoissonDCA, "gibbs")(fit_gibbs)

@@ -220,3 +220,62 @@ def vb_hyper_update(
     if "beta" in learn:
         out["beta"] = gamma_rate(out.get("alpha", hyper["alpha"]), (a / rate).mean(0))
     return out
+
+
+# ------------------------------------------------------------------ sampler schedule
+DRIFT_TOLERANCE = 0.1
+
+
+def warmup_average(trace: np.ndarray) -> np.ndarray:
+    """The value a sampler keeps after learning during warm-up: the mean of the second half of the updates.
+
+    Each warm-up sweep's update is one stochastic-EM step (Celeux & Diebolt 1985): the iterates do not
+    converge to a point but fluctuate around the estimate, and averaging the iterates once they have
+    settled (Nielsen 2000, "The stochastic EM algorithm: estimation and asymptotic results", Bernoulli 6)
+    gives a less noisy value than the last one. ``trace`` is (sweep, ...).
+    """
+    trace = np.asarray(trace, dtype=np.float64)
+    return trace[trace.shape[0] // 2 :].mean(0)
+
+
+def warmup_drift(trace: np.ndarray) -> float:
+    """The convergence gate of warm-up learning: max relative change between the means of the last two
+    quarters of the updates (``trace`` (sweep, ...)); 0 when there are fewer than 4 updates."""
+    trace = np.asarray(trace, dtype=np.float64)
+    n = trace.shape[0]
+    if n < 4:
+        return 0.0
+    q3, q4 = trace[n // 2 : 3 * n // 4].mean(0), trace[3 * n // 4 :].mean(0)
+    scale = np.maximum(np.abs(q3) + np.abs(q4), 1e-12) / 2
+    return float(np.max(np.abs(q4 - q3) / scale))
+
+
+def minka_alpha_np(alpha: np.ndarray, doc_counts: np.ndarray, doc_lengths: np.ndarray) -> np.ndarray:
+    """:func:`minka_alpha` on numpy counts (the collapsed sampler's c_(i))."""
+    out = minka_alpha(torch.as_tensor(np.asarray(alpha, dtype=np.float64)),
+                      torch.as_tensor(np.asarray(doc_counts, dtype=np.float64)),
+                      torch.as_tensor(np.asarray(doc_lengths, dtype=np.float64)))
+    return out.numpy()
+
+
+def check_warmup_learning(
+    traces: dict[str, np.ndarray], num_warmup: int, *, warn: bool, method: str
+) -> dict[str, float]:
+    """The convergence gate: :func:`warmup_drift` of each learned hyperparameter's warm-up updates over
+    every chain (``traces[name]`` (chain, sweep, K)); warns with a ``ConvergenceWarning`` above 10%."""
+    import warnings
+
+    from latentfs.core.driver import ConvergenceWarning
+
+    drifts = {name: max(warmup_drift(chain[:num_warmup]) for chain in trace) for name, trace in traces.items()}
+    bad = {name: d for name, d in drifts.items() if d > DRIFT_TOLERANCE}
+    if warn and bad:
+        what = ", ".join(f"{name} moved {d:.0%}" for name, d in bad.items())
+        warnings.warn(
+            f"{method}: learned hyperparameters were still moving at the end of warm-up ({what} between the last "
+            f"two quarters of the {num_warmup} warm-up sweeps, over {DRIFT_TOLERANCE:.0%}); the kept draws use an "
+            "unsettled value. Raise num_warmup.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    return drifts

@@ -8,6 +8,7 @@ is seeded inside a forked RNG state, so a fit changes no global state.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,8 @@ from pyro.infer import MCMC, NUTS, SVI, Trace_ELBO
 from pyro.infer.autoguide import AutoNormal
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import chain_generators, run_optimizer
+from latentfs.core.driver import InterruptedFitWarning, chain_generators, run_optimizer
+from latentfs.core.pyro_context import pyro_scope
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import DCAModel, dims_and_coords, doc_loglik, log_joint, prepare, resolve_model
@@ -62,11 +64,14 @@ def fit_nuts(
     progress: bool | None = None,
     init_values: dict[str, Any] | None = None,
     target_accept_prob: float = 0.8,
+    warn: bool = True,
 ) -> Posterior:
     """NUTS on :meth:`model.model` (``latentfs.fit(model, X, method="nuts")``), small data only.
 
     ``init_values`` (site -> array) starts every chain there (FIELD_NOTES: explicit starts avoid chains in
-    label-swapped modes); otherwise Pyro's default initialisation is used.
+    label-swapped modes); otherwise Pyro's default initialisation is used. The draws are relabelled per
+    draw and checked for convergence (a :class:`~latentfs.core.driver.ConvergenceWarning` when R̂ or ESS
+    is off, unless ``warn=False``). Ctrl-C keeps the chains already finished.
     """
     data, counts, model = _dense(model, X, dtype, empty_documents)
     sites = ("topic_word", model.doc_site)
@@ -79,21 +84,34 @@ def fit_nuts(
 
             values = {k: torch.as_tensor(np.asarray(v), dtype=dtype) for k, v in init_values.items()}
             kernel_kwargs["init_strategy"] = init_to_value(values=values)
-        with torch.random.fork_rng(devices=[]), pyro.get_param_store().scope():
-            pyro.set_rng_seed(_seed_of(gens[c]))
-            mcmc = MCMC(
-                NUTS(model.model, **kernel_kwargs),
-                num_samples=num_samples,
-                warmup_steps=num_warmup,
-                num_chains=1,
-                disable_progbar=not bool(progress),
+        try:
+            with pyro_scope(_seed_of(gens[c])):
+                mcmc = MCMC(
+                    NUTS(model.model, **kernel_kwargs),
+                    num_samples=num_samples,
+                    warmup_steps=num_warmup,
+                    num_chains=1,
+                    disable_progbar=not bool(progress),
+                )
+                mcmc.run(counts)
+                samples = mcmc.get_samples()
+        except KeyboardInterrupt:
+            # Pyro's MCMC keeps nothing of an interrupted chain: return the chains finished so far.
+            if not chains["topic_word"]:
+                raise
+            warnings.warn(
+                f"NUTS interrupted during chain {c}; keeping the {c} chain(s) finished so far.",
+                InterruptedFitWarning,
+                stacklevel=2,
             )
-            mcmc.run(counts)
-            samples = mcmc.get_samples()
+            break
         for s in sites:
             chains[s].append(samples[s].detach().cpu().numpy())
     draws = {s: np.stack(v) for s, v in chains.items()}
-    return _sampled_posterior(model, data, draws, "nuts")
+    post = _sampled_posterior(model, data, draws, "nuts")
+    post.diagnostics["interrupted"] = len(chains["topic_word"]) < num_chains
+    post.check_convergence(warn=warn)
+    return post
 
 
 def _sampled_posterior(model: DCAModel, data: Any, draws: dict[str, np.ndarray], method: str) -> Posterior:
@@ -145,8 +163,7 @@ def fit_svi(
     """
     data, counts, model = _dense(model, X, dtype, empty_documents)
     gen = chain_generators(seed, 1)[0]
-    with torch.random.fork_rng(devices=[]), pyro.get_param_store().scope():
-        pyro.set_rng_seed(_seed_of(gen))
+    with pyro_scope(_seed_of(gen)):
         guide = AutoNormal(model.model)
         optimizer = pyro.optim.Adam({"lr": learning_rate})  # type: ignore[attr-defined]  # made at import time
         svi = SVI(model.model, guide, optimizer, Trace_ELBO())
@@ -166,5 +183,5 @@ def fit_svi(
 
 
 for _cls in (DirichletDCA, GammaPoissonDCA):
-    register(_cls, "nuts")(lambda model, X, **options: fit_nuts(model, X, **options))
-    register(_cls, "svi")(lambda model, X, **options: fit_svi(model, X, **options))
+    register(_cls, "nuts")(fit_nuts)
+    register(_cls, "svi")(fit_svi)

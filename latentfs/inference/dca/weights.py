@@ -36,7 +36,21 @@ def _doc_site(result: Posterior) -> str:
 
 
 def _draws(result: Posterior, num_draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flattened draws of Θ (S, K, J) and of the component shares π (S, K)."""
+    """Flattened draws of Θ (S, K, J) and of the component shares π (S, K).
+
+    A sampler that kept no per-document draws (the default ``store``) has the relabelled running means of
+    the document site instead; π then comes from them, the same for every draw of Θ (the band reflects Θ's
+    uncertainty, not π's)."""
+    if "topic_word" in result.sites and not any(s in result.sites for s in ("doc_topic", "doc_scores")):
+        theta = result.samples("topic_word", num_draws, seed=seed)
+        theta = theta.reshape(-1, *theta.shape[2:])
+        for name in ("component_counts", "doc_topic_mean", "doc_scores_mean"):
+            running = result.extras.get(name)
+            if running is not None and running.ndim == 2:
+                doc = running[None] if name != "component_counts" else running[None] / np.maximum(
+                    running.sum(-1, keepdims=True)[None], _TINY)
+                pi = component_shares(result, doc)
+                return theta, np.repeat(pi, theta.shape[0], axis=0)
     site = _doc_site(result)
     theta = result.samples("topic_word", num_draws, seed=seed)
     doc = result.samples(site, num_draws, seed=seed + 1)

@@ -10,6 +10,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 import importlib
 import pkgutil
 
+from latentfs.inference.factor.estimator import FactorAnalyzer
 from latentfs.inference.factor.weights import (
     bootstrap_draws,
     communalities,
@@ -21,6 +22,7 @@ from latentfs.inference.factor.weights import (
 )
 
 __all__ = [
+    "FactorAnalyzer",
     "bootstrap_draws",
     "communalities",
     "loading_weights",

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,12 +35,13 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
-from latentfs.core.driver import best_run, chain_generators, make_generator, run_optimizer
+from latentfs.core.driver import ConvergenceWarning, chain_generators, make_generator, run_optimizer
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
 
 __all__ = [
+    "HeywoodWarning",
     "FAParams",
     "FAData",
     "MFAParams",
@@ -57,6 +59,41 @@ __all__ = [
 ]
 
 _LOG_2PI = math.log(2 * math.pi)
+
+#: A noise variance below this fraction of its column's variance flags a Heywood case.
+HEYWOOD_FRACTION = 5e-3
+
+
+class HeywoodWarning(UserWarning):
+    """A factor-analysis solution with a noise variance (uniqueness) at or near zero (a Heywood case)."""
+
+
+def _check_n_init(n_init: Any, init: Any) -> int:
+    if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 1:
+        raise DataError(f"n_init must be a positive integer; got {n_init!r}. Pass e.g. n_init=5.")
+    return 1 if isinstance(init, dict) else int(n_init)
+
+
+def _flag_heywood(post: Posterior, values: np.ndarray, floor: torch.Tensor, *, warn: bool, method: str) -> None:
+    """Record (and warn about) features whose noise variance is within :data:`HEYWOOD_FRACTION` of zero."""
+    psi = np.asarray(post.mean("noise_variance"))
+    var = np.nanvar(values, axis=0)
+    ratio = psi / np.maximum(var, 1e-300)
+    at_floor = psi <= 1.01 * floor.cpu().numpy()
+    bad = np.flatnonzero((ratio < HEYWOOD_FRACTION) | at_floor)
+    names = [post.coords["feature"][j] for j in bad]
+    post.diagnostics["heywood_features"] = names
+    if warn and bad.size:
+        listed = ", ".join(f"{n!r} ({ratio[j]:.2g} of its variance)" for n, j in zip(names, bad, strict=True))
+        warnings.warn(
+            f"FactorAnalysis {method}: Heywood case: the noise variance of {listed} is at or near zero, so "
+            "that feature is explained entirely by the factors and the fit sits on the boundary of the "
+            "parameter space (the likelihood can be flat or still rising there). Try fewer n_factors, more "
+            "starts (n_init=10), a noise prior with method='map', or drop a feature that is almost a linear "
+            "combination of others.",
+            HeywoodWarning,
+            stacklevel=4,
+        )
 
 
 # ---------------------------------------------------------------------------------------------- state
@@ -446,11 +483,15 @@ def fa_initial_params(
         )
         mu = np.broadcast_to(np.asarray(init.get("mean", mean), dtype=np.float64), (d,))
     elif init == "pca":
+        # Principal axes of the *correlation* matrix, rescaled to the columns: ML factor analysis is
+        # scale-equivariant, and so is this start (axes of the covariance itself are dominated by the
+        # columns with the largest units and led unscaled wine to a worse optimum).
         cov = np.cov(filled, rowvar=False, bias=True) if covariance is None else covariance
-        evals, evecs = np.linalg.eigh(cov)
+        sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
+        evals, evecs = np.linalg.eigh(cov / np.outer(sd, sd))
         evals, evecs = evals[::-1], evecs[:, ::-1]
         sigma2 = max(evals[n_factors:].mean(), 1e-12)
-        W = evecs[:, :n_factors] * np.sqrt(np.maximum(evals[:n_factors] - sigma2, 1e-6 * evals[0]))
+        W = sd[:, None] * evecs[:, :n_factors] * np.sqrt(np.maximum(evals[:n_factors] - sigma2, 1e-6 * evals[0]))
         psi = np.maximum(var - (W**2).sum(1), 0.1 * var)
         mu = mean
     elif init == "random":
@@ -527,6 +568,7 @@ def _fit_fa(
     warn: bool,
     use_moments: bool,
     acceleration: str,
+    n_init: int = 1,
 ) -> Posterior:
     started = time.perf_counter()
     matrix = _validate_fa(model, X)
@@ -542,9 +584,7 @@ def _fit_fa(
         data.col_cov = data.col_mean = None
     floor = _noise_floor(values, regularization, dtype, device, cov)
     spec, variant = _mstep_spec(model, use_priors, floor)
-    params = _project(fa_initial_params(values, model.n_factors, init=init, generator=gen, dtype=dtype, device=device,
-                                        covariance=cov), model.constraints)
-    params = FAParams(params.loadings, torch.maximum(params.noise_variance, floor), params.mean)
+    n_starts = _check_n_init(n_init, init)
 
     def em_map(state: FAParams) -> tuple[FAParams, float]:
         """One EM (ECM) step: the new parameters and the objective at ``state``."""
@@ -559,10 +599,31 @@ def _fit_fa(
         return fa_mstep(stats, data, state, spec, variant), float(objective)
 
     step = _ACCELERATIONS[acceleration](em_map, floor)
-    run = run_optimizer(params, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
-                        progress=progress, warn=warn,
-                        remedies="raise max_iter, loosen tol, or standardise the columns")
-    return _fa_posterior(model, matrix, data, run, method, use_priors, time.perf_counter() - started)
+    runs = []
+    for r in range(n_starts):
+        # The first start is ``init``; the others are random (small Gaussian loadings).
+        start = fa_initial_params(values, model.n_factors, init=init if r == 0 else "random", generator=gen,
+                                  dtype=dtype, device=device, covariance=cov)
+        start = _project(start, model.constraints)
+        start = FAParams(start.loadings, torch.maximum(start.noise_variance, floor), start.mean)
+        runs.append(run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
+                                  progress=progress, warn=False))
+        if runs[-1].interrupted:  # Ctrl-C ends the whole fit, not just this start
+            break
+    best_index = max(range(len(runs)), key=lambda i: runs[i].objective)
+    run = runs[best_index]
+    if warn and not run.converged and not run.interrupted:
+        warnings.warn(
+            f"FactorAnalysis {method} did not converge in {max_iter} iterations (tol={tol:g}, best of "
+            f"{n_starts} start(s)); raise max_iter, loosen tol, or standardise the columns.",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+    run.info["restart_objectives"] = [float(r.objective) for r in runs]
+    run.info["best_restart"] = best_index
+    post = _fa_posterior(model, matrix, data, run, method, use_priors, time.perf_counter() - started)
+    _flag_heywood(post, values, floor, warn=warn, method=method)
+    return post
 
 
 def _plain(em_map: Any, floor: torch.Tensor) -> Any:
@@ -650,6 +711,8 @@ def _fa_posterior(model: FactorAnalysis, matrix: Any, data: FAData, run: Any, me
             "n_patterns": int(data.patterns.shape[0]),
             "seconds": seconds,
             "observation_dim": "sample",
+            "restart_log_likelihoods": list(run.info.get("restart_objectives", [float(run.objective)])),
+            "best_restart": int(run.info.get("best_restart", 0)),
         },
         log_likelihood=ll_rows.cpu().numpy()[None, None, :],
         extras={
@@ -678,6 +741,7 @@ def em_factor_analysis(
     warn: bool = True,
     use_moments: bool = True,
     acceleration: str = "squarem",
+    n_init: int = 1,
 ) -> Posterior:
     """Maximum-likelihood factor analysis by EM; NaN entries of ``X`` are missing (exact E-step).
 
@@ -692,12 +756,23 @@ def em_factor_analysis(
     seed : int or torch.Generator (used by ``init="random"``).
     max_iter, tol : stop when the relative change of the log-likelihood is below ``tol``.
     init : "pca", "random" or dict(loadings=..., noise_variance=..., mean=...).
+        ``"pca"`` takes the principal axes of the correlation matrix, rescaled to the columns (a
+        scale-equivariant start, as the ML solution is).
+    n_init : int, default 1
+        Number of starts: ``init`` first, then random starts; the highest log-likelihood is kept
+        (``diagnostics["restart_log_likelihoods"]``). One :class:`ConvergenceWarning` per fit, for the
+        kept run. The default start reaches the better of the two optima of unscaled wine (q=3) that
+        factor_analyzer and random starts find; raise ``n_init`` on hard problems.
     regularization : float, optional
         Floor on each noise variance as a fraction of its column's variance (default 1e-8); set it to
         fit data with a singular covariance.
     dtype, device : torch dtype (float64 default) and device.
     acceleration : "squarem" (default; each traced iteration is one safeguarded SQUAREM cycle of three
         EM steps) or "none" (plain EM, one step per iteration). Both trace a non-decreasing objective.
+
+    Heywood cases (a noise variance below 0.5% of its column's variance: the solution sits on, or
+    drifts to, the boundary) give a :class:`HeywoodWarning` naming the features and the remedies, and
+    are listed in ``diagnostics["heywood_features"]``.
 
     Returns
     -------
@@ -716,7 +791,7 @@ def em_factor_analysis(
     """
     return _fit_fa(model, X, use_priors=False, method="em", seed=seed, max_iter=max_iter, tol=tol, init=init,
                    regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
-                   use_moments=use_moments, acceleration=acceleration)
+                   use_moments=use_moments, acceleration=acceleration, n_init=n_init)
 
 
 @register(FactorAnalysis, "map")
@@ -735,6 +810,7 @@ def map_factor_analysis(
     warn: bool = True,
     use_moments: bool = True,
     acceleration: str = "squarem",
+    n_init: int = 1,
 ) -> Posterior:
     """Maximum a posteriori factor analysis (ECM) with the model's priors and loading constraints.
 
@@ -753,7 +829,7 @@ def map_factor_analysis(
     """
     return _fit_fa(model, X, use_priors=True, method="map", seed=seed, max_iter=max_iter, tol=tol, init=init,
                    regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
-                   use_moments=use_moments, acceleration=acceleration)
+                   use_moments=use_moments, acceleration=acceleration, n_init=n_init)
 
 
 # ---------------------------------------------------------------------------------------------- MFA
@@ -920,9 +996,11 @@ def em_mixture_of_factor_analyzers(
         start = MFAParams(*(torch.as_tensor(getattr(start, f), dtype=dtype, device=device)
                             for f in ("weights", "means", "loadings", "noise_variance")))
         runs.append(run_optimizer(start, step, max_iter=max_iter, tol=tol, desc="MFA em", progress=progress, warn=warn))
-        if init is not None:
+        if init is not None or runs[-1].interrupted:  # Ctrl-C ends the whole fit, not just this start
             break
-    run = best_run(runs)
+    # Indices, not list.index: comparing runs would compare the tensors they hold.
+    best_index = max(range(len(runs)), key=lambda i: runs[i].objective)
+    run = runs[best_index]
     params: MFAParams = run.state
     logdens, _, Ez = mfa_component_log_density(params, Xt)
     joint = logdens + torch.log(params.weights)[None, :]
@@ -945,7 +1023,7 @@ def em_mixture_of_factor_analyzers(
         fitted={k: {"family": "point", "value": v.cpu().numpy()} for k, v in fitted.items()},
         diagnostics={
             "converged": bool(run.converged), "n_iter": int(run.n_iter), "log_likelihood": loglik,
-            "restart_log_likelihoods": [float(r.objective) for r in runs], "best_restart": runs.index(run),
+            "restart_log_likelihoods": [float(r.objective) for r in runs], "best_restart": best_index,
             "n_parameters": int(n_free), "bic": float(-2 * loglik + n_free * math.log(n)),
             "seconds": time.perf_counter() - started, "observation_dim": "sample",
         },

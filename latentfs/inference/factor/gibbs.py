@@ -239,6 +239,7 @@ def gibbs_factor_analysis(
     dtype: torch.dtype = torch.float64,
     device: Any = "cpu",
     progress: bool | None = None,
+    warn: bool = True,
 ) -> Posterior:
     """Bayesian factor analysis by block Gibbs with data augmentation; NaN entries are missing.
 
@@ -255,14 +256,16 @@ def gibbs_factor_analysis(
     Posterior with draws of ``loadings`` (chain, draw, d, q), ``noise_variance``, ``mean`` and
     ``communalities`` (Σ_k W_jk² / (Σ_k W_jk² + λ_j)); pointwise log-likelihood log p(y_n,o | θ);
     extras ``factor_scores`` (E[z|y] at the posterior mean, aligned frame); diagnostics with the
-    largest split-R̂ per site.
+    largest split-R̂ per site and, after alignment, rank-normalised R̂ / ESS per site
+    (``diagnostics["convergence"]``; a :class:`~latentfs.core.driver.ConvergenceWarning` when they are off,
+    unless ``warn=False``).
 
     Examples
     --------
     >>> import latentfs
     >>> fa = FactorAnalysis(1, loading_scale=1.0, noise_shape=2.0, noise_scale=0.5)
     >>> X = fa.simulate(100, loadings=[[1.0], [0.9], [0.8]], noise_variance=0.2, mean=0.0, seed=0)["data"]
-    >>> post = latentfs.fit(fa, X, method="gibbs", num_chains=2, num_warmup=50, num_samples=50)
+    >>> post = latentfs.fit(fa, X, method="gibbs", num_chains=2, num_warmup=50, num_samples=50, warn=False)
     >>> post.samples("loadings").shape
     (2, 50, 3, 1)
     """
@@ -349,7 +352,7 @@ def gibbs_factor_analysis(
     extras["factor_scores"] = Ez.cpu().numpy()
     rhat = {site: float(np.nanmax(split_rhat(v))) if v.shape[0] * v.shape[1] >= 8 else float("nan")
             for site, v in draws.items()}
-    return Posterior(
+    post = Posterior(
         model="FactorAnalysis",
         method="gibbs",
         dims={"loadings": ("feature", "factor"), "noise_variance": ("feature",), "mean": ("feature",),
@@ -366,3 +369,5 @@ def gibbs_factor_analysis(
         hyperparameters=model.hyperparameters(),
         alignment=alignment,
     )
+    post.check_convergence(warn=warn)
+    return post

@@ -33,6 +33,7 @@ Missing values: HDDA and HDDC do not model them; NaN in the input is an error (`
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -414,9 +415,16 @@ def bic_dimension(
 ) -> int:
     """Intrinsic dimension maximising a per-class BIC (HDclassif's "BIC" rule; digest §2.5).
 
-    For each d: â = mean of the d largest eigenvalues, b̂ = (tr W − Σ_{j≤d} λ_j)/(p − d),
-    −2ℓ(d) = n (d log â + (p − d) log b̂) + const and ν(d) = p + d (p − (d + 1)/2) + 1; returns the d that
-    minimises −2ℓ(d) + ν(d) log n (d ranges over 1 … rank − 1).
+    For each d: â = mean of the d largest eigenvalues, b̂ = (tr W − Σ_{j≤d} λ_j)/(p' − d),
+    −2ℓ(d) = n (d log â + (p' − d) log b̂) + const and ν(d) = p' + d (p' − (d + 1)/2) + 1; returns the d that
+    minimises −2ℓ(d) + ν(d) log n. With a full-rank scatter p' = p and d ranges over 1 … p − 1.
+
+    When the scatter is rank deficient (fewer samples than features: rank r ≤ n − 1 < p), the p − r missing
+    eigenvalues are zero because no sample spans those directions, not because the variance is zero there;
+    with p' = p the likelihood would reward every extra dimension (b̂ → 0) and the largest admissible d would
+    win. The criterion is then computed in the r-dimensional span of the data (p' = r, the eigenvalues that
+    exist) and d ranges over 1 … r − 1 (d ≤ n − 2). The noise variance b_i itself is still estimated over all
+    p − d directions by the estimators.
 
     Examples
     --------
@@ -427,25 +435,48 @@ def bic_dimension(
     ev = np.sort(np.asarray(eigenvalues, dtype=np.float64))[::-1]
     p = int(n_features)
     rank = int((ev > 1e-10 * ev[0]).sum()) if ev.size and ev[0] > 0 else 0
-    top = min(rank - 1, p - 1) if rank < p else p - 1
+    rank = min(rank, p, max(int(math.floor(n_samples)) - 1, 0))
+    p_eff = rank if rank < p else p
+    top = p_eff - 1
     if max_dim is not None:
         top = min(top, int(max_dim))
     if top < 1:
         return 1
+    ev = ev[:p_eff]
+    span_trace = float(ev.sum()) if p_eff < p else float(trace)
     d = np.arange(1, top + 1)
     cum = np.cumsum(ev[:top])
     a = cum / d
-    b = np.maximum((trace - cum) / (p - d), NOISE_FLOOR * trace / p)
-    m2ll = n_samples * (d * np.log(a) + (p - d) * np.log(b))
-    nu = p + d * (p - (d + 1) / 2.0) + 1
+    b = np.maximum((span_trace - cum) / (p_eff - d), NOISE_FLOOR * span_trace / p_eff)
+    m2ll = n_samples * (d * np.log(a) + (p_eff - d) * np.log(b))
+    nu = p_eff + d * (p_eff - (d + 1) / 2.0) + 1
     return int(d[np.argmin(m2ll + nu * math.log(n_samples))])
 
 
 #: Dimension rules: name -> f(scatter, n_samples, threshold, noise_ctrl) -> d.
 DIMENSION_RULES: dict[str, Callable[[Scatter, float, float, float], int]] = {
     "cattell": lambda s, n, t, nc: cattell_dimension(s.eigenvalues, n, threshold=t, noise_ctrl=nc),
-    "bic": lambda s, n, t, nc: bic_dimension(s.eigenvalues, s.trace, s.n_features, n),
+    "bic": lambda s, n, t, nc: _bic_rule(s, n, t, nc),
 }
+
+
+def _bic_rule(scatter: Scatter, n_samples: float, threshold: float, noise_ctrl: float) -> int:
+    """The BIC rule, or Cattell's scree test with a warning when the class has fewer samples than features.
+
+    With n_i ≤ p the BIC has only n_i − 1 eigenvalues to work with; on planted problems (p = 100, n_i ≈ 30–50)
+    even the in-span BIC of :func:`bic_dimension` under-selects the smallest classes (d = 2 for a planted 8),
+    whereas the scree test recovers the planted dimensions.
+    """
+    if scatter.rank_bound < scatter.n_features:
+        warnings.warn(
+            f"n_dims='bic': a class has {n_samples:g} samples for {scatter.n_features} features, so its scatter "
+            f"has rank ≤ {scatter.rank_bound} and the BIC is unreliable; using Cattell's scree test (threshold "
+            f"{threshold}) for it. Pass n_dims='cattell' or explicit n_dims to silence this.",
+            UserWarning,
+            stacklevel=4,
+        )
+        return cattell_dimension(scatter.eigenvalues, n_samples, threshold=threshold, noise_ctrl=noise_ctrl)
+    return bic_dimension(scatter.eigenvalues, scatter.trace, scatter.n_features, n_samples)
 
 
 def _dimension_limit(scatter: Scatter) -> int:

@@ -11,6 +11,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 import importlib
 import pkgutil
 
+from latentfs.inference.mixture.estimator import GaussianMixtureClusterer, LatentClassClusterer, LatentProfileClusterer
 from latentfs.inference.mixture.model_selection import (
     bootstrap_lrt,
     information_criteria,
@@ -24,6 +25,9 @@ from latentfs.inference.mixture.weights import (
 )
 
 __all__ = [
+    "GaussianMixtureClusterer",
+    "LatentClassClusterer",
+    "LatentProfileClusterer",
     "MixtureSeparationSelector",
     "bootstrap_feature_weights",
     "bootstrap_lrt",

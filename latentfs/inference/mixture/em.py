@@ -17,6 +17,7 @@ O(n d²) memory).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,13 +25,16 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import best_run, make_generator, run_optimizer
+from latentfs.core.driver import make_generator, run_optimizer
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 __all__ = [
     "COVARIANCE_M_STEPS",
+    "CollapsedComponentWarning",
+    "absolute_reg",
+    "collapsed_components",
     "FULL_E_STEPS",
     "CategoricalFamily",
     "GaussianFamily",
@@ -143,33 +147,36 @@ def _scatter_diag(st: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tens
     return means, (st["sum_sq"] - means * st["sum"]).clamp_min(0.0)
 
 
-def _covariance_full(st: dict[str, torch.Tensor], reg: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Σ_k = S_k / N_k + reg·I."""
+def _reg_diag(reg: Any, d: int, dtype: torch.dtype) -> torch.Tensor:
+    """The floor as a (d, d) diagonal matrix (``reg`` a number or one value per feature)."""
+    return torch.diag_embed(torch.as_tensor(reg, dtype=dtype).expand(d))
+
+
+def _covariance_full(st: dict[str, torch.Tensor], reg: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Σ_k = S_k / N_k + diag(reg)."""
     means, scatter = _scatter_full(st)
-    eye = torch.eye(scatter.shape[-1], dtype=scatter.dtype)
-    return means, scatter / st["n"][:, None, None] + reg * eye
+    return means, scatter / st["n"][:, None, None] + _reg_diag(reg, scatter.shape[-1], scatter.dtype)
 
 
-def _covariance_tied(st: dict[str, torch.Tensor], reg: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Σ = Σ_k S_k / N + reg·I (one covariance for all components)."""
+def _covariance_tied(st: dict[str, torch.Tensor], reg: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Σ = Σ_k S_k / N + diag(reg) (one covariance for all components)."""
     means, scatter = _scatter_full(st)
-    eye = torch.eye(scatter.shape[-1], dtype=scatter.dtype)
-    return means, (scatter.sum(0) / st["n"].sum() + reg * eye)[None]
+    return means, (scatter.sum(0) / st["n"].sum() + _reg_diag(reg, scatter.shape[-1], scatter.dtype))[None]
 
 
-def _variance_diag(st: dict[str, torch.Tensor], reg: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _variance_diag(st: dict[str, torch.Tensor], reg: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """σ²_kj = Σ_n τ_nk o_nj (x_nj − μ_kj)² / N_kj + reg."""
     means, ss = _scatter_diag(st)
     return means, ss / st["n"] + reg
 
 
-def _variance_spherical(st: dict[str, torch.Tensor], reg: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """σ²_k = Σ_j Σ_n τ_nk o_nj (x_nj − μ_kj)² / Σ_j N_kj + reg."""
+def _variance_spherical(st: dict[str, torch.Tensor], reg: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """σ²_k = Σ_j Σ_n τ_nk o_nj (x_nj − μ_kj)² / Σ_j N_kj + mean(reg)."""
     means, ss = _scatter_diag(st)
-    return means, ss.sum(1, keepdim=True) / st["n"].sum(1, keepdim=True) + reg
+    return means, ss.sum(1, keepdim=True) / st["n"].sum(1, keepdim=True) + torch.as_tensor(reg).mean()
 
 
-def _variance_tied_diag(st: dict[str, torch.Tensor], reg: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _variance_tied_diag(st: dict[str, torch.Tensor], reg: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """σ²_j = Σ_k Σ_n τ_nk o_nj (x_nj − μ_kj)² / Σ_k N_kj + reg (latent profile: one diagonal Λ)."""
     means, ss = _scatter_diag(st)
     return means, ss.sum(0, keepdim=True) / st["n"].sum(0, keepdim=True) + reg
@@ -184,9 +191,10 @@ COVARIANCE_M_STEPS = {
 }
 
 
-def _singular_error(what: str, reg: float) -> DataError:
+def _singular_error(what: str, reg: Any) -> DataError:
     return DataError(
-        f"the M-step produced a singular (or non-positive) {what} (reg_covar={reg:g}): a component collapsed "
+        f"the M-step produced a singular (or non-positive) {what} (variance floor "
+        f"{float(torch.as_tensor(reg).max()):g}): a component collapsed "
         "onto too few or collinear points. Raise reg_covar (e.g. reg_covar=1e-4), use fewer components, or a "
         "simpler covariance_type."
     )
@@ -216,7 +224,7 @@ class GaussianFamily:
     raw: np.ndarray
     column_variance: torch.Tensor
 
-    default_init = "kmeans++"
+    default_init = "kmeans"
 
     @property
     def k(self) -> int:
@@ -286,14 +294,14 @@ class GaussianFamily:
     def statistics(self, resp: torch.Tensor) -> dict[str, torch.Tensor]:
         return _weighted_moments(self, resp)
 
-    def m_step(self, resp: torch.Tensor, reg: float) -> dict[str, torch.Tensor]:
+    def m_step(self, resp: torch.Tensor, reg: Any) -> dict[str, torch.Tensor]:
         """Maximum-likelihood (η, μ, Σ) from responsibilities, via :data:`COVARIANCE_M_STEPS`."""
         st = self.statistics(resp)
         means, cov = COVARIANCE_M_STEPS[self.covariance_type](st, reg, self.n)
         weights = st["n"] if self.kind == "wishart" else st["n_k"]
         return {"weights": weights / weights.sum(), "means": means, **self.from_covariance(cov, reg)}
 
-    def from_covariance(self, cov: torch.Tensor, reg: float = 0.0) -> dict[str, torch.Tensor]:
+    def from_covariance(self, cov: torch.Tensor, reg: Any = 0.0) -> dict[str, torch.Tensor]:
         """Precision and log|Λ| from a covariance; a singular covariance raises with the reg_covar remedy."""
         # Rounding can leave a rank-deficient covariance with a tiny positive pivot; treat pivots below
         # 1e-13 of the data's own variance as zero.
@@ -335,7 +343,7 @@ class GaussianFamily:
             "precision": prec.reshape(shape).numpy().copy(),
         }
 
-    def import_(self, given: dict[str, Any], reg: float) -> dict[str, torch.Tensor]:
+    def import_(self, given: dict[str, Any], reg: Any) -> dict[str, torch.Tensor]:
         """Parameters from user values ``weights``, ``means`` and ``covariance`` (or ``precision``)."""
         k, d = self.k, self.d
         try:
@@ -561,13 +569,38 @@ def _kmeans_plus_plus(points: torch.Tensor, k: int, gen: torch.Generator) -> tor
     return resp
 
 
+def _kmeans_lloyd(points: torch.Tensor, k: int, gen: torch.Generator, max_iter: int = 100) -> torch.Tensor:
+    """Hard responsibilities from k-means: k-means++ seeding (:func:`_kmeans_plus_plus`), then Lloyd
+    iterations until no row changes cluster (at most ``max_iter``), as scikit-learn's ``GaussianMixture``
+    initialises with ``KMeans(n_init=1)``. Written in torch (one GEMM per iteration) rather than calling
+    scikit-learn's ``KMeans``: on 20000 × 20, K = 10 that call costs ~0.13 s per start, more than the EM run
+    it seeds, and the fixed cost per restart is what made several starts expensive."""
+    labels = _kmeans_plus_plus(points, k, gen).argmax(1)
+    sq = (points * points).sum(1, keepdim=True)
+    for _ in range(max_iter):
+        counts = torch.bincount(labels, minlength=k).to(points.dtype)
+        sums = torch.zeros(k, points.shape[1], dtype=points.dtype).index_add_(0, labels, points)
+        empty = counts == 0
+        centres = sums / counts.clamp_min(1.0)[:, None]
+        if bool(empty.any()):  # re-seed an empty cluster at the row farthest from its centre
+            dist = (points - centres[labels]).pow(2).sum(1)
+            centres[empty] = points[dist.topk(int(empty.sum())).indices]
+        new = (sq - 2 * points @ centres.T + (centres * centres).sum(1)).argmin(1)
+        if bool((new == labels).all()):
+            break
+        labels = new
+    resp = torch.zeros(points.shape[0], k, dtype=points.dtype)
+    resp[torch.arange(points.shape[0]), labels] = 1.0
+    return resp
+
+
 def _random_resp(points: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
     """Uniform random responsibilities, normalised per row."""
     r = torch.rand(points.shape[0], k, generator=gen, dtype=points.dtype)
     return r / r.sum(1, keepdim=True)
 
 
-INITIALISATIONS = {"kmeans++": _kmeans_plus_plus, "random": _random_resp}
+INITIALISATIONS = {"kmeans": _kmeans_lloyd, "kmeans++": _kmeans_plus_plus, "random": _random_resp}
 
 
 def _initial_params(fam: Any, init: Any, gen: torch.Generator, reg: float) -> dict[str, torch.Tensor]:
@@ -598,10 +631,83 @@ def initial_responsibilities(fam: Any, init: Any, gen: torch.Generator) -> torch
     return resp
 
 
+class CollapsedComponentWarning(UserWarning):
+    """A mixture fit has a component whose covariance sits at the regularisation floor."""
+
+
+#: A component direction whose variance (before the floor, relative to the column variances) is below
+#: this, or below 10 × reg_covar, counts as collapsed.
+COLLAPSE_RATIO = 1e-6
+
+
+def collapsed_components(fam: Any, params: dict[str, torch.Tensor], reg: Any, reg_covar: float) -> list[dict[str, Any]]:
+    """Components whose covariance, less the floor ``reg``, is (numerically) singular.
+
+    Such a component sits on rows that tie in some feature (iris: 29 setosa rows sharing petal width
+    0.2) or that are collinear; its likelihood grows without bound as the floor shrinks, so it is a
+    spurious maximiser (McLachlan & Peel 2000, §3.10), not a better fit. Each entry gives ``component``,
+    ``feature`` (the feature that dominates the collapsed direction), ``relative_variance`` (the
+    direction's variance over the column variance) and ``weight``. Latent class models: always empty.
+    """
+    if not isinstance(fam, GaussianFamily):
+        return []
+    var = fam.column_variance
+    sd = var.sqrt()
+    cov = params["covariance"]
+    limit = max(10.0 * float(reg_covar), COLLAPSE_RATIO)
+    reg_t = torch.as_tensor(reg, dtype=cov.dtype).expand(fam.d)
+    out: list[dict[str, Any]] = []
+    weights = params["weights"]
+    if fam.kind == "wishart":
+        empirical = (cov - torch.diag_embed(reg_t)) / (sd[:, None] * sd[None, :])
+        vals, vecs = torch.linalg.eigh(empirical)
+        for k in range(vals.shape[0]):
+            if float(vals[k, 0]) <= limit:
+                j = int(vecs[k, :, 0].abs().argmax())
+                out.append({"component": k if vals.shape[0] > 1 else "all", "feature": fam.feature_names[j],
+                            "relative_variance": max(float(vals[k, 0]), 0.0),
+                            "weight": float(weights[k]) if vals.shape[0] > 1 else 1.0})
+        return out
+    c = cov.expand(cov.shape[0], fam.d) if fam.covariance_type != "spherical" else cov.expand(cov.shape[0], fam.d)
+    floor = reg_t if fam.covariance_type != "spherical" else reg_t.mean().expand(fam.d)
+    ratio = (c - floor) / var
+    for k in range(ratio.shape[0]):
+        j = int(ratio[k].argmin())
+        if float(ratio[k, j]) <= limit:
+            out.append({"component": k if ratio.shape[0] > 1 else "all", "feature": fam.feature_names[j],
+                        "relative_variance": max(float(ratio[k, j]), 0.0),
+                        "weight": float(weights[k]) if ratio.shape[0] > 1 else 1.0})
+    return out
+
+
+def collapse_message(collapsed: list[dict[str, Any]], reg_covar: float) -> str:
+    """The warning text for :func:`collapsed_components` output: which component, which feature, remedy."""
+    parts = "; ".join(
+        f"component {c['component']} (weight {c['weight']:.3f}) has variance {c['relative_variance']:.2g} × the "
+        f"column variance along feature {c['feature']!r}" for c in collapsed
+    )
+    return (
+        f"EM kept a fit with collapsed component(s): {parts}. Such a component sits on rows that tie in that "
+        f"feature (or are collinear) and its likelihood is limited only by reg_covar={reg_covar:g}: it is a "
+        "degenerate maximiser, not a better fit, and information criteria must not reward it. Use fewer "
+        "components, a constrained covariance_type ('diag', 'tied', 'spherical'), a larger reg_covar, add "
+        "jitter to discretised features, or method='vb'/'gibbs' with a proper prior."
+    )
+
+
+#: Default number of starts of Gaussian-mixture EM (chosen by measurement; see :func:`_em_engine`).
+DEFAULT_N_INIT = 5
+
+#: Iterations of each short EM run when several starts compete (Biernacki, Celeux & Govaert 2003,
+#: "short runs of EM"); the winner is then run to convergence.
+SHORT_RUN_ITER = 20
+SHORT_RUN_TOL = 1e-4
+
+
 def fit_em(
     fam: Any,
     *,
-    n_init: int = 3,
+    n_init: int = 5,
     init: Any = None,
     reg_covar: float = 1e-6,
     max_iter: int = 1000,
@@ -610,34 +716,76 @@ def fit_em(
     warn: bool = True,
     progress: bool | None = None,
     callback: Any = None,
+    short_iter: int = SHORT_RUN_ITER,
 ) -> dict[str, Any]:
-    """EM with restarts on a prepared family; returns the best run's parameters and diagnostics."""
+    """EM with restarts on a prepared family; returns the best run's parameters and diagnostics.
+
+    With ``n_init`` > 1 every start gets a short EM run (``short_iter`` iterations or a relative change
+    below 1e-4), and only the start with the highest log-likelihood after it is run to convergence (the
+    "short runs of EM" strategy of Biernacki, Celeux & Govaert 2003). ``short_iter=0`` runs every start to
+    convergence instead. ``reg_covar`` is added to each variance (:func:`absolute_reg`).
+    """
     if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 1:
         raise DataError(f"n_init must be a positive integer; got {n_init!r}.")
+    reg = absolute_reg(fam, reg_covar)
+    gen = make_generator(seed)
+    n_starts = 1 if isinstance(init, dict) else int(n_init)
+    desc = f"EM {type(fam.model).__name__}"
+
+    def step(p: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], float]:
+        return em_step(fam, p, reg)
+
+    def run(start: Any, iters: int, tolerance: float, warn_now: bool) -> Any:
+        return run_optimizer(start, step, max_iter=iters, tol=tolerance, desc=desc, progress=progress,
+                             warn=warn_now, remedies="raise max_iter, loosen tol, or raise n_init",
+                             callback=callback)
+
+    def rank(r: Any) -> tuple[bool, float]:
+        # Non-degenerate fits first, then the log-likelihood.
+        return (not collapsed_components(fam, r.state, reg, reg_covar), r.objective)
+
+    starts = [_initial_params(fam, init, gen, reg) for _ in range(n_starts)]
+    if n_starts == 1 or short_iter <= 0:
+        runs = _until_interrupted(lambda s0: run(s0, max_iter, tol, warn), starts)
+        best_index = max(range(len(runs)), key=lambda i: rank(runs[i]))
+        best = runs[best_index]
+    else:
+        runs = _until_interrupted(lambda s0: run(s0, min(short_iter, max_iter), max(tol, SHORT_RUN_TOL), False), starts)
+        best_index = max(range(len(runs)), key=lambda i: rank(runs[i]))
+        first = runs[best_index]
+        best = first
+        if not first.interrupted:
+            best = run(first.state, max(max_iter - first.n_iter, 1), tol, warn)
+            best.trace = np.concatenate([first.trace, best.trace])
+            best.n_iter += first.n_iter
+    resp, row_ll = responsibilities(log_joint_components(fam, best.state))
+    return {"params": best.state, "run": best, "runs": runs, "best_index": best_index, "resp": resp,
+            "row_loglik": row_ll, "reg": reg, "collapsed": collapsed_components(fam, best.state, reg, reg_covar)}
+
+
+def _until_interrupted(fit_one: Any, starts: list[Any]) -> list[Any]:
+    """Runs from each start in turn; Ctrl-C in one run ends the whole fit (no further starts)."""
+    runs = []
+    for s0 in starts:
+        runs.append(fit_one(s0))
+        if runs[-1].interrupted:
+            break
+    return runs
+
+
+def absolute_reg(fam: Any, reg_covar: Any) -> float:
+    """The variance floor added to each covariance diagonal: ``reg_covar`` itself, as scikit-learn.
+
+    A floor relative to each column's variance would make EM scale-equivariant, but it changes the
+    objective: on the benchmark data of ``benchmarks/continuous_mixture.py`` (column variances ≈ 5, some
+    component eigenvalues ≈ 1e-5) it lowers the attainable log-likelihood by 0.01 per sample, so the
+    fits would no longer be comparable with scikit-learn's. Degenerate fits are handled instead by
+    :func:`collapsed_components`, which measures variances relative to the columns.
+    """
     reg = float(reg_covar)
     if not math.isfinite(reg) or reg < 0:
         raise DataError(f"reg_covar must be a finite non-negative number; got {reg_covar!r}.")
-    gen = make_generator(seed)
-    runs = []
-    n_starts = 1 if isinstance(init, dict) else int(n_init)
-    for _ in range(n_starts):
-        start = _initial_params(fam, init, gen, reg)
-        runs.append(
-            run_optimizer(
-                start,
-                lambda p: em_step(fam, p, reg),
-                max_iter=max_iter,
-                tol=tol,
-                desc=f"EM {type(fam.model).__name__}",
-                progress=progress,
-                warn=warn,
-                remedies="raise max_iter, loosen tol, or raise n_init",
-                callback=callback,
-            )
-        )
-    best = best_run(runs)
-    resp, row_ll = responsibilities(log_joint_components(fam, best.state))
-    return {"params": best.state, "run": best, "runs": runs, "resp": resp, "row_loglik": row_ll}
+    return reg
 
 
 def entropy_of(resp: torch.Tensor) -> float:
@@ -663,7 +811,7 @@ def _em_engine(
     model: Any,
     data: Any,
     *,
-    n_init: int = 3,
+    n_init: int = DEFAULT_N_INIT,
     init: Any = None,
     reg_covar: float = 1e-6,
     max_iter: int = 1000,
@@ -673,23 +821,38 @@ def _em_engine(
     progress: bool | None = None,
     e_step: str = "auto",
     callback: Any = None,
+    short_iter: int = SHORT_RUN_ITER,
 ) -> Posterior:
     """Maximum likelihood by EM with restarts (:func:`latentfs.fit` with ``method="em"``).
 
     Parameters
     ----------
     n_init : int
-        Restarts; the run with the highest final log-likelihood is kept (``best_run``).
-    init : {"kmeans++", "random"} or dict, optional
-        k-means++ seeding with hard assignment (default for Gaussian models), uniform random
-        responsibilities (default for latent class models), or starting values
+        Starts. Each gets a short EM run (``short_iter`` iterations) and the best is run to convergence
+        (:func:`fit_em`); a start whose fit has a collapsed component (:func:`collapsed_components`) is
+        only kept when every start collapses. The default was chosen by measurement: with it EM reaches
+        scikit-learn's best optimum on standardised wine, iris and Old Faithful (full and diagonal), at
+        about the cost of one full run.
+    init : {"kmeans", "kmeans++", "random"} or dict, optional
+        k-means (k-means++ seeding and Lloyd iterations; the default for Gaussian models, as
+        scikit-learn initialises), k-means++ seeding alone with hard assignment, uniform
+        random responsibilities (default for latent class models), or starting values
         (``{"responsibilities": (n, K)}``, or the parameters ``weights``, ``means``, ``covariance``/
         ``precision`` — ``weights``, ``item_probs`` for latent class — in the model's site shapes).
     reg_covar : float
-        Added to each covariance diagonal (variance) after the M-step, as in scikit-learn.
+        Added to each covariance diagonal (variance) after the M-step, as in scikit-learn
+        (:func:`absolute_reg` says why it is not made relative to the column variances).
     max_iter, tol : stopping rule of :func:`run_optimizer` (relative change of ℓ).
     e_step : {"auto", "gram", "cholesky"}
         Full/tied E-step variant (:data:`FULL_E_STEPS`).
+    short_iter : int
+        Iterations of each short run; 0 runs every start to convergence.
+
+    Warns
+    -----
+    CollapsedComponentWarning
+        When the kept fit has a component whose covariance sits at the floor (it collapsed onto tied or
+        collinear rows); ``diagnostics["collapsed"]`` lists them.
 
     Examples
     --------
@@ -713,10 +876,14 @@ def _em_engine(
         warn=warn,
         progress=progress,
         callback=callback,
+        short_iter=short_iter,
     )
     params = fam.export(out["params"])
     ll = float(out["row_loglik"].sum())
     n_params = model.n_parameters(fam.d)
+    collapsed = out["collapsed"]
+    if warn and collapsed:
+        warnings.warn(collapse_message(collapsed, reg_covar), CollapsedComponentWarning, stacklevel=3)
     diag = {
         "log_likelihood": ll,
         "n_parameters": n_params,
@@ -725,8 +892,10 @@ def _em_engine(
         "converged": bool(out["run"].converged),
         "n_iter": int(out["run"].n_iter),
         "restart_log_likelihoods": [float(r.objective) for r in out["runs"]],
+        "best_restart": int(out["best_index"]),
         "observation_dim": "sample",
         "reg_covar": float(reg_covar),
+        "collapsed": collapsed,
     }
     diag.update(criteria(ll, n_params, fam.n, diag["entropy"]))
     return Posterior(

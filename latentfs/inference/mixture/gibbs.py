@@ -4,8 +4,8 @@ Each sweep draws z ~ p(z | θ, y) (one categorical per row, τ_n· of the EM E-s
 from the conjugate posterior (Diebolt & Robert 1994): η | z ~ Dirichlet(α + n), and per component a
 Normal–Wishart (``full``/``tied``; Bishop 2006 eqs. 10.60–10.63 with hard counts) or Normal–Gamma
 (diagonal types) update, or Beta/Dirichlet updates of the item probabilities (latent class).
-Chains run through :func:`run_sampler`; components are aligned across chains (Hungarian matching,
-``Posterior.align``) before split-R̂ is computed (label switching, Stephens 2000).
+Chains run through :func:`run_sampler`; every draw is relabelled within and across chains
+(``Posterior.align``, Stephens 2000) before R̂ and ESS are computed and checked.
 
 :func:`conjugate_posterior` maps (possibly soft) sufficient statistics to the posterior hyperparameters;
 the VB engine reuses it with responsibilities in place of hard counts.
@@ -206,12 +206,17 @@ def _gibbs_engine(
     progress: bool | None = None,
     init: str | None = None,
     pointwise_loglik: bool = True,
+    warn: bool = True,
 ) -> Posterior:
     """Block Gibbs with data augmentation (:func:`latentfs.fit` with ``method="gibbs"``).
 
     Each chain starts from k-means++ (or random) responsibilities, draws z from them and θ given z, then
-    alternates z | θ and θ | z. Draws are aligned across chains on ``means`` (Gaussian) or ``item_probs``
-    (latent class) before split-R̂; the permutation is recorded in ``Posterior.alignment``.
+    alternates z | θ and θ | z. Every draw is relabelled (within and across chains, Stephens 2000) on
+    ``means`` (Gaussian) or ``item_probs`` (latent class); the permutations are recorded in
+    ``Posterior.alignment`` and ``Posterior.relabel_permutations``. Rank-normalised R̂ and bulk / tail ESS of
+    the relabelled draws are stored in ``diagnostics["convergence"]`` (:meth:`Posterior.check_convergence`);
+    with ``warn`` (default) a :class:`~latentfs.core.driver.ConvergenceWarning` names each site that has not
+    converged. ``diagnostics["max_rhat"]`` keeps the classic split-R̂ per site.
 
     Examples
     --------
@@ -219,7 +224,7 @@ def _gibbs_engine(
     >>> from latentfs.models.mixture import LatentProfile
     >>> lp = LatentProfile(2, mean_precision=0.02)
     >>> X = lp.simulate(100, 3, seed=0)["data"]
-    >>> res = latentfs.fit(lp, X, method="gibbs", num_chains=2, num_warmup=20, num_samples=30, seed=0)
+    >>> res = latentfs.fit(lp, X, method="gibbs", num_chains=2, num_warmup=20, num_samples=30, seed=0, warn=False)
     >>> res.samples("means").shape
     (2, 30, 2, 3)
     """
@@ -295,6 +300,7 @@ def _gibbs_engine(
         r = post.rhat(site) if run.trace.shape[0] > 1 else np.full(1, np.nan)
         rhats[site] = float(np.max(r[np.isfinite(r)])) if np.isfinite(r).any() else math.nan
     post.diagnostics["max_rhat"] = rhats
+    post.check_convergence(warn=warn)
     return post
 
 

@@ -13,6 +13,8 @@ Every function works for :class:`~latentfs.models.mixture.GaussianMixture`,
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,8 +79,11 @@ class ComponentSelection:
 
     Attributes
     ----------
-    table : pandas.DataFrame indexed by K: log_likelihood, n_parameters, aic, bic, icl.
-    best : dict criterion -> K minimising it.
+    table : pandas.DataFrame indexed by K: log_likelihood, n_parameters, aic, bic, icl, collapsed.
+        A fit with a collapsed component (:func:`~latentfs.inference.mixture.em.collapsed_components`)
+        gets NaN criteria, as mclust reports NA for a singular fit (Scrucca et al. 2016), so it is never
+        chosen: its likelihood is limited only by ``reg_covar``.
+    best : dict criterion -> K minimising it (among fits without a collapsed component).
     fits : dict K -> Posterior (the EM fits).
     """
 
@@ -115,12 +120,25 @@ def select_n_components(
     ks = [check_n_components(k, 10**9, name="n_components") for k in n_components]
     if not ks:
         raise DataError("n_components must hold at least one K; got an empty sequence. Pass e.g. range(1, 6).")
+    from latentfs.inference.mixture.em import CollapsedComponentWarning
+
     fits, rows = {}, []
     for k in ks:
-        res = fit(model.with_n_components(k), X, method="em", seed=seed, n_init=n_init, **fit_options)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CollapsedComponentWarning)
+            res = fit(model.with_n_components(k), X, method="em", seed=seed, n_init=n_init, **fit_options)
         fits[k] = res
-        rows.append({"n_components": k, **information_criteria(res)})
+        collapsed = bool(res.diagnostics.get("collapsed"))
+        crit = information_criteria(res)
+        if collapsed:  # a degenerate maximiser: its likelihood is set by reg_covar, not by the data
+            crit.update({c: math.nan for c in _CRITERIA})
+        rows.append({"n_components": k, **crit, "collapsed": collapsed})
     table = pd.DataFrame(rows).set_index("n_components")
+    if table["collapsed"].all():
+        raise DataError(
+            f"every fit in n_components={ks} has a collapsed component (covariance at the reg_covar floor); "
+            "no K can be chosen. Use a constrained covariance_type, a larger reg_covar, or jitter tied values."
+        )
     best = {c: int(table[c].idxmin()) for c in _CRITERIA}
     return ComponentSelection(table=table, best=best, fits=fits)
 
@@ -151,6 +169,13 @@ def _lrt_statistic(
     opts = {"warn": False, **fit_options}
     null = fit(model.with_n_components(k0), X, method="em", seed=seed, n_init=n_init, **opts)
     alt = fit(model.with_n_components(k0 + 1), X, method="em", seed=seed, n_init=n_init, **opts)
+    if alt.diagnostics.get("collapsed") or null.diagnostics.get("collapsed"):
+        # A degenerate fit would inflate λ by an amount set by reg_covar; the test is not defined then.
+        raise DataError(
+            f"the {k0}- or {k0 + 1}-component fit has a collapsed component (covariance at the reg_covar "
+            "floor), so the likelihood-ratio statistic is meaningless. Use a constrained covariance_type, a "
+            "larger reg_covar, or jitter tied values."
+        )
     lam = 2.0 * (alt.diagnostics["log_likelihood"] - null.diagnostics["log_likelihood"])
     # A local optimum of the larger model can fall below the nested null; the MLE cannot.
     return max(lam, 0.0), null

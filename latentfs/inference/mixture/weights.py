@@ -110,7 +110,8 @@ def mixture_feature_weights(result: Any, *, num_draws: int = 200, seed: int = 0)
     >>> import latentfs
     >>> from latentfs.models.mixture import GaussianMixture
     >>> gm = GaussianMixture(2, covariance_type="diag")
-    >>> X = gm.simulate(200, 3, params={"means": [[0, 0, 0], [6, 0, 0]]}, seed=0)["data"]
+    >>> rng = np.random.default_rng(0)    # two unit-variance clusters apart along the first feature only
+    >>> X = rng.normal(size=(200, 3)) + np.repeat([[0.0, 0, 0], [6.0, 0, 0]], 100, axis=0)
     >>> fw = mixture_feature_weights(latentfs.fit(gm, X, method="em", seed=0))
     >>> fw.top(1)
     ['x0']

@@ -9,8 +9,10 @@ import importlib
 import pkgutil
 
 from latentfs.inference.plsa.em import PLSATransformer, fold_in, plsa_loglik
+from latentfs.inference.plsa.estimator import PLSAEstimator
 
 __all__ = [
+    "PLSAEstimator",
     "PLSATransformer",
     "fold_in",
     "plsa_loglik",

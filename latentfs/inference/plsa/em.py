@@ -39,7 +39,7 @@ from latentfs.core.data import DataError, DataWarning, as_counts
 from latentfs.core.driver import best_run, chain_generators, run_optimizer
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
-from latentfs.evaluate.heldout import completion_loglik, split_documents
+from latentfs.evaluate.heldout import completion_loglik, completion_score, split_documents
 from latentfs.inference.dca.common import DCAData, prepare
 from latentfs.inference.dca.em import PointState, plsi_step
 from latentfs.models.plsa import PLSA
@@ -153,6 +153,7 @@ class _Validation:
     seen: np.ndarray  # (J,) bool, words that occur in training
     n_unseen: int
     history: list[float] = field(default_factory=list)
+    zero_history: list[int] = field(default_factory=list)
 
     def score(self, topic_word: torch.Tensor, n_iter: int) -> float:
         self.doc_topic = _fold_in_data(self.observed, topic_word, self.doc_topic, n_iter, 0.0)
@@ -160,7 +161,19 @@ class _Validation:
         tw = topic_word.detach().cpu().numpy()
         ok = (tw.sum(0) > 0) & self.seen
         held = self.held[:, ok]
-        return completion_loglik(tw[:, ok], self.doc_topic.detach().cpu().numpy(), held) if held.nnz else -math.inf
+        if not held.nnz:
+            self.zero_history.append(0)
+            return -math.inf
+        out = completion_score(tw[:, ok], self.doc_topic.detach().cpu().numpy(), held)
+        self.zero_history.append(out["n_zero_probability"])
+        if out["n_zero_probability"] == out["n_tokens"]:
+            return math.log(_TINY)
+        # For choosing an iterate, a held-out token of probability 0 is charged log(1e-300) ≈ −690.8 nats (so
+        # iterates with fewer such tokens win) rather than −inf (which would tie every such iterate); the
+        # count is reported in diagnostics["zero_probability_validation_tokens"].
+        n = out["n_tokens"]
+        return float((out["per_token_scored"] * (n - out["n_zero_probability"]) + out["n_zero_probability"]
+                      * math.log(_TINY)) / n)
 
 
 def _make_validation(
@@ -442,7 +455,9 @@ def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, select
         extras["beta_trace"] = np.asarray(stopper.betas)
         diagnostics.update(best_iter=stopper.best_iter, stopped_early=stopper.stopped,
                            best_validation_score=stopper.best_score, final_beta=stopper.beta,
-                           unseen_validation_tokens=stopper.validation.n_unseen)
+                           unseen_validation_tokens=stopper.validation.n_unseen,
+                           zero_probability_validation_tokens=stopper.validation.zero_history[stopper.best_iter]
+                           if 0 <= stopper.best_iter < len(stopper.validation.zero_history) else 0)
     coords = {
         "component": [f"z{k}" for k in range(model.n_aspects)],
         "feature": list(data.counts.feature_names),
@@ -568,9 +583,28 @@ class PLSATransformer:
         """Fit, then fold in ``X`` (the same representation ``transform`` gives new documents)."""
         return self.fit(X, y, **fit_params).transform(X)
 
+    def score_details(self, X: Any, *, fraction: float = 0.5, seed: int = 0) -> dict[str, Any]:
+        """Document completion of ``X`` with its bookkeeping (:func:`latentfs.evaluate.heldout.completion_score`).
+
+        Returns a dict: ``per_token`` (−inf when a held-out token has probability 0), ``per_token_scored``
+        (over the tokens of positive probability), ``n_tokens`` (scored tokens), ``n_zero_probability``
+        (held-out tokens to which the folded-in mixture gives probability 0: PLSA's maximum-likelihood
+        P(x | z) and P(z | d) can both hold exact zeros) and ``n_unseen_tokens`` (tokens of words never
+        seen in training, left out).
+        """
+        observed, held = split_documents(X, fraction, seed=seed)
+        tw = _topic_word_of(self)
+        seen = tw.sum(0) > 0
+        mix = fold_in(self, observed, max_iter=self.fold_in_iter)
+        out = completion_score(tw[:, seen], mix, held[:, seen])
+        out["n_unseen_tokens"] = int(held[:, ~seen].sum())
+        return out
+
     def score(self, X: Any, y: Any = None, *, fraction: float = 0.5, seed: int = 0) -> float:
         """Per-token held-out log-likelihood of ``X`` by document completion (fold-in on one part of each
-        document, score the rest; :mod:`latentfs.evaluate.heldout`). Tokens of unseen words are left out."""
+        document, score the rest; :mod:`latentfs.evaluate.heldout`). Tokens of unseen words are left out.
+        A held-out token of probability 0 makes the score −inf, with a DataWarning giving the count and the
+        score of the other tokens (:meth:`score_details` returns both)."""
         observed, held = split_documents(X, fraction, seed=seed)
         tw = _topic_word_of(self)
         seen = tw.sum(0) > 0

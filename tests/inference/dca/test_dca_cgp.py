@@ -127,8 +127,9 @@ def test_rho_zero_gibbs_chain_equals_gap_draw_for_draw():
         assert torch.equal(s_gap.assignment, s_cgp.assignment)
         assert torch.equal(s_gap.topic_word, s_cgp.topic_word)
     # and through fit(): the same draws
-    a = latentfs.fit(gap, X, method="gibbs", seed=3, num_warmup=3, num_samples=4, num_chains=1)
-    b = latentfs.fit(cgp, X, method="gibbs", seed=3, num_warmup=3, num_samples=4, num_chains=1)
+    opts = {"num_warmup": 3, "num_samples": 4, "num_chains": 1, "store": ("topic_word", "doc_scores"), "warn": False}
+    a = latentfs.fit(gap, X, method="gibbs", seed=3, **opts)
+    b = latentfs.fit(cgp, X, method="gibbs", seed=3, **opts)
     assert np.array_equal(a.samples("doc_scores"), b.samples("doc_scores"))
 
 

@@ -431,5 +431,6 @@ def test_vstep_option_is_checked():
 
     with pytest.raises(DataError, match=r"vstep must be one of \('auto', 'compiled', 'torch'\); got 'gpu'"):
         latentfs.fit(DirichletDCA(2), TINY_X, method="gibbs", vstep="gpu")
-    result = latentfs.fit(DirichletDCA(2), TINY_X, method="gibbs", vstep="torch", num_warmup=5, num_samples=5, seed=0)
+    result = latentfs.fit(DirichletDCA(2), TINY_X, method="gibbs", vstep="torch", num_warmup=5, num_samples=5, seed=0,
+                          warn=False)
     assert result.samples("topic_word").shape == (2, 5, 2, 3)

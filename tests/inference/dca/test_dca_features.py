@@ -136,3 +136,87 @@ def test_bad_inputs_are_rejected(dm_result, data):
     clf = DCAClassifier(2, fit_options={"max_iter": 5, "warn": False}).fit(X[:40], y[:40])
     with pytest.raises(DataError, match=r"X must have 80 features \(as in fit\)"):
         clf.predict_proba(np.ones((2, 3)))
+
+
+def _imbalanced(n, seed, theta):
+    """Two classes, 8 % minority; the minority mixes components 4–5 (and some of 2), the majority 0–3."""
+    rng = np.random.default_rng(seed)
+    y = (rng.uniform(size=n) < 0.08).astype(int)
+    alpha = np.full((2, K), 0.05)
+    alpha[0, :4], alpha[1, 4:], alpha[1, 2] = 1.0, 1.0, 0.5
+    m = np.stack([rng.dirichlet(alpha[c]) for c in y])
+    return np.stack([rng.multinomial(60, p) for p in m @ theta]).astype(float), y
+
+
+@pytest.fixture(scope="module")
+def imbalanced():
+    theta = np.random.default_rng(0).dirichlet(np.full(J, 0.1), size=K)
+    (X, y), (X_test, y_test) = _imbalanced(400, 1, theta), _imbalanced(600, 2, theta)
+    clf = DCAClassifier(2, alpha=0.3, class_prior="uniform", fit_options={"warn": False, "num_ll_draws": 0}).fit(X, y)
+    return clf, X_test, y_test, np.bincount(y).astype(float)
+
+
+def test_classifier_class_prior_gives_the_minority_class_sensible_recall(imbalanced):
+    from sklearn.metrics import balanced_accuracy_score, recall_score
+
+    clf, X_test, y_test, train_counts = imbalanced
+    assert 0.05 < y_test.mean() < 0.11 and 0.05 < train_counts[1] / train_counts.sum() < 0.11
+    pred = clf.predict(X_test)
+    # without a class prior (the model's own posterior, class_prior="model") the minority recall was 0.000
+    assert recall_score(y_test, pred) >= 0.8  # measured 0.98
+    assert balanced_accuracy_score(y_test, pred) >= 0.7  # measured 0.75
+    assert np.allclose(clf.class_prior_, 0.5)
+    # the same fit under other priors: Bayes' rule only reweights the class likelihoods
+    for prior in ("model", "fitted", [0.2, 0.8]):
+        other = DCAClassifier(2, alpha=0.3, class_prior=prior)
+        other.result_, other.classes_, other.n_features_in_ = clf.result_, clf.classes_, clf.n_features_in_
+        other.class_prior_ = other._resolve_prior(train_counts)
+        proba = other.predict_proba(X_test)
+        assert np.allclose(proba.sum(1), 1.0)
+        if prior == "model":
+            assert recall_score(y_test, other.predict(X_test)) < 0.2  # the defect: majority only
+        if prior == [0.2, 0.8]:
+            assert recall_score(y_test, other.predict(X_test)) >= recall_score(y_test, pred)
+    # a decision threshold on P(minority | w)
+    low = DCAClassifier(2, alpha=0.3, class_prior="model", threshold=0.1)
+    low.result_, low.classes_, low.n_features_in_ = clf.result_, clf.classes_, clf.n_features_in_
+    low.class_prior_ = None
+    assert recall_score(y_test, low.predict(X_test)) >= 0.5
+
+
+def test_classifier_prior_and_threshold_are_checked(data):
+    (X, y), _ = data
+    with pytest.raises(DataError, match="class_prior must be 'fitted', 'uniform', 'model'"):
+        DCAClassifier(K, class_prior="balanced").fit(X, y)
+    with pytest.raises(DataError, match="class_prior must hold 3 positive numbers"):
+        DCAClassifier(K, class_prior=[0.5, 0.5]).fit(X, y)
+    with pytest.raises(DataError, match="threshold applies to two classes; got 3"):
+        DCAClassifier(K, threshold=0.3).fit(X, y)
+    with pytest.raises(DataError, match=r"threshold must be a number in \(0, 1\)"):
+        DCAClassifier(K, threshold=1.5).fit(X[y < 2], y[y < 2])
+
+
+@pytest.mark.filterwarnings("ignore::latentfs.core.driver.ConvergenceWarning")  # default run lengths, 2 chains
+@pytest.mark.parametrize("method", ["gibbs", "collapsed_gibbs"])
+def test_sampler_features_agree_with_their_own_fold_in(method):
+    model = latentfs.DirichletDCA(3, alpha=0.3)
+    X = model.simulate(120, 30, doc_length=50, seed=0)["counts"]
+    feats = DCAFeatures(model, method=method, fit_options={"num_chains": 2})
+    fitted = feats.fit_transform(X)
+    assert fitted.shape == (120, 3) and np.allclose(fitted.sum(1), 50, atol=0.05 * 3)  # rows are documents
+    again = feats.transform(X)
+    # before: chains averaged in their own label orders, 43 % agreement; measured now 1.00 / 0.99
+    assert (fitted.argmax(1) == again.argmax(1)).mean() >= 0.9
+
+
+def test_component_counts_in_another_shape_are_refused(dm_result):
+    import copy
+
+    per_chain = copy.copy(dm_result)
+    counts = dm_result.extras["component_counts"]
+    per_chain.extras = {**dm_result.extras, "component_counts": np.stack([counts, counts])}
+    with pytest.raises(DataError, match=r"must have shape \(documents, components\) = \(300, 6\).*per chain"):
+        component_features(per_chain)
+    per_chain.extras = {**dm_result.extras, "component_counts": counts.T}
+    with pytest.raises(DataError, match="Refit with a current engine"):
+        component_features(per_chain)

@@ -26,7 +26,8 @@ def planted():
 
 @pytest.mark.parametrize("method, options", [
     ("vb", {"tol": 1e-7, "max_iter": 2000}),
-    ("gibbs", {"num_chains": 2, "num_warmup": 150, "num_samples": 100, "log_likelihood": False}),
+    # R̂ of a few rare-word entries stays above 1.01 at this length: the test checks recovery, not mixing
+    ("gibbs", {"num_chains": 2, "num_warmup": 150, "num_samples": 100, "log_likelihood": False, "warn": False}),
 ])
 def test_planted_components_recovered_and_heldout_near_oracle(planted, method, options):
     model, sim, split = planted

@@ -14,6 +14,7 @@ import latentfs.inference.factor.em as fem
 import latentfs.inference.factor.gibbs as fg
 from latentfs import fit
 from latentfs.core.data import DataError
+from latentfs.core.driver import ConvergenceWarning
 from latentfs.core.results import split_rhat
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints
 
@@ -172,7 +173,10 @@ def test_gibbs_posterior_near_ml_and_chains_agree():
     psi = rng.uniform(0.3, 0.8, 8)
     model = FactorAnalysis(2, loading_scale=3.0, noise_shape=1.0, noise_scale=0.1)
     X = model.simulate(600, loadings=W, noise_variance=psi, mean=0.0, missing_fraction=0.1, seed=4)["data"]
-    post = fit(model, X, method="gibbs", num_chains=4, num_warmup=200, num_samples=300, seed=0, progress=False)
+    # FA Gibbs mixes slowly even after Procrustes alignment: at 4 × 300 draws the rank-normalised R̂ of
+    # loadings and noise variances is above 1.01 and the fit says so (the chains agree to split-R̂ < 1.1).
+    with pytest.warns(ConvergenceWarning, match="has not converged"):
+        post = fit(model, X, method="gibbs", num_chains=4, num_warmup=200, num_samples=300, seed=0, progress=False)
     assert post.samples("loadings").shape == (4, 300, 8, 2)
     assert post.alignment["rule"] == "procrustes" and post.extras["alignment_transforms"].shape == (4, 300, 2, 2)
     for site in ("loadings", "noise_variance", "communalities"):
@@ -193,7 +197,7 @@ def test_gibbs_with_zero_constraints_uses_signed_permutation():
     pattern[0, 1] = 0.0
     model = FactorAnalysis(2, constraints=LoadingConstraints.fixed(pattern), **PRIORS)
     X = model.simulate(80, loadings=np.ones((5, 2)) * [1, 0.5], noise_variance=0.3, mean=0.0, seed=0)["data"]
-    post = fit(model, X, method="gibbs", num_chains=2, num_warmup=20, num_samples=30, progress=False)
+    post = fit(model, X, method="gibbs", num_chains=2, num_warmup=20, num_samples=30, progress=False, warn=False)
     assert post.alignment["rule"] == "signed_permutation"
     assert np.abs(post.samples("loadings")[..., 0, 1]).max() < 1e-12
 
@@ -218,5 +222,5 @@ def test_gibbs_runs_with_fewer_rows_than_columns():
     X = model.simulate(6, loadings=np.ones((10, 1)), noise_variance=0.5, mean=0.0, seed=0)["data"]
     with pytest.raises(DataError, match="singular covariance"):
         fit(FactorAnalysis(1), X, method="em")
-    post = fit(model, X, method="gibbs", num_chains=2, num_warmup=10, num_samples=10, progress=False)
+    post = fit(model, X, method="gibbs", num_chains=2, num_warmup=10, num_samples=10, progress=False, warn=False)
     assert np.isfinite(post.samples("loadings")).all()

@@ -129,7 +129,7 @@ def test_gibbs_bands_for_communalities_and_loadings():
     psi = np.full(9, 0.4)
     model = FactorAnalysis(3, **PRIORS)
     X = model.simulate(500, loadings=W, noise_variance=psi, mean=0.0, missing_fraction=0.1, seed=3)["data"]
-    post = fit(model, X, method="gibbs", num_chains=2, num_warmup=150, num_samples=200, seed=0, progress=False)
+    post = fit(model, X, method="gibbs", num_chains=2, num_warmup=150, num_samples=200, seed=0, progress=False, warn=False)
     fw = communalities(post)
     assert fw.draws.shape == (400, 9) and fw.info["source"] == "gibbs"
     truth = (W**2).sum(1) / ((W**2).sum(1) + psi)

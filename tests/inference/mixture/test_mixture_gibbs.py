@@ -214,11 +214,13 @@ def test_planted_mixture_recovered_and_chains_aligned():
     X = lp.simulate(300, 2, params={"means": means, "weights": [0.3, 0.3, 0.4], "precision": [1.0, 1.0]}, seed=0)[
         "data"
     ]
-    res = latentfs.fit(lp, X, method="gibbs", num_chains=4, num_warmup=50, num_samples=150, seed=0, progress=False)
+    res = latentfs.fit(lp, X, method="gibbs", num_chains=4, num_warmup=50, num_samples=150, seed=0, progress=False,
+                       warn=False)
     assert res.alignment is not None and len(res.alignment["permutations"]) == 4
     # chains settled on different labelings, so the alignment mattered
     assert any(p != [0, 1, 2] for p in res.alignment["permutations"])
     assert res.diagnostics["max_rhat"]["means"] < 1.05
+    assert res.diagnostics["convergence"]["means"]["r_hat_max"] < 1.05
     est = res.mean("means")
     order = np.argsort(est[:, 0] + 10 * est[:, 1])
     np.testing.assert_allclose(est[order], means[np.argsort(means[:, 0] + 10 * means[:, 1])], atol=0.4)
@@ -229,8 +231,8 @@ def test_planted_mixture_recovered_and_chains_aligned():
 def test_results_are_reproducible_and_have_sample_stats():
     lc = LatentClass(2, n_levels=3)
     X = lc.simulate(60, 4, seed=0)["items"]
-    a = latentfs.fit(lc, X, method="gibbs", num_chains=2, num_warmup=5, num_samples=10, seed=3, progress=False)
-    b = latentfs.fit(lc, X, method="gibbs", num_chains=2, num_warmup=5, num_samples=10, seed=3, progress=False)
+    a = latentfs.fit(lc, X, method="gibbs", num_chains=2, num_warmup=5, num_samples=10, seed=3, progress=False, warn=False)
+    b = latentfs.fit(lc, X, method="gibbs", num_chains=2, num_warmup=5, num_samples=10, seed=3, progress=False, warn=False)
     np.testing.assert_array_equal(a.samples("item_probs"), b.samples("item_probs"))
     assert a.sample_stats["total_log_likelihood"].shape == (2, 10)
     assert a.samples("item_probs").shape == (2, 10, 2, 4, 3)

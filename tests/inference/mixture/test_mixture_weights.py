@@ -97,7 +97,7 @@ def test_planted_features_rank_first_em_and_selector():
 
 def test_gibbs_band_covers_population_value():
     lp, X = _planted_profile(seed=1)
-    res = latentfs.fit(lp, X, method="gibbs", num_chains=2, num_warmup=50, num_samples=100, seed=0, progress=False)
+    res = latentfs.fit(lp, X, method="gibbs", num_chains=2, num_warmup=50, num_samples=100, seed=0, progress=False, warn=False)
     fw = mixture_feature_weights(res)
     lo, hi = fw.band(0.95)
     assert fw.draws.shape == (200, 4)

@@ -215,3 +215,44 @@ def test_bad_model_and_fold_in_inputs(X):
         PLSATransformer(2).transform(X)
     with pytest.raises(DataError, match="unknown parameter 'k'"):
         PLSATransformer(2).set_params(k=3)
+
+
+def _block_corpus():
+    """Two aspects on disjoint words (0–3, 4–7); EM started from a block P(x | z) keeps its exact zeros."""
+    rng = np.random.default_rng(0)
+    train = np.zeros((40, 8))
+    train[:20, :4] = rng.multinomial(30, [0.25] * 4, size=20)
+    train[20:, 4:] = rng.multinomial(30, [0.25] * 4, size=20)
+    block = np.kron(np.eye(2), np.full((1, 4), 0.25)) + 0.0
+    init = (np.full((40, 2), 0.5), block)
+    # test documents: mostly aspect-0 words, with one or two tokens of aspect-1 words
+    test = np.zeros((12, 8))
+    test[:, :4] = rng.multinomial(10, [0.25] * 4, size=12)
+    test[:, 5] = 1 + np.arange(12) % 2
+    return train, init, test
+
+
+def test_heldout_tokens_of_probability_zero_are_counted_and_warned():
+    from latentfs.core.data import DataWarning
+    from latentfs.evaluate.heldout import split_documents
+
+    train, init, test = _block_corpus()
+    result = latentfs.fit(PLSA(2), train, method="em", init=init, max_iter=30, warn=False)
+    tw = result.mean("topic_word")
+    assert (tw[0, 4:] == 0).all() and (tw[1, :4] == 0).all()
+    plsa = PLSATransformer(2, seed=0).fit(train)
+    plsa.components_ = tw  # the block fit (a random start only makes these entries tiny)
+    # independent count: a held-out token of word 5 scores 0 exactly when its document's observed part has
+    # no aspect-1 word (the fold-in then puts P(z = 1 | d) at exactly 0)
+    observed, held = split_documents(test, 0.5, seed=0)
+    expected = int(sum(held[i, 5] for i in range(12) if observed[i, 4:].sum() == 0))
+    assert expected > 0
+    details = plsa.score_details(test, seed=0)
+    assert details["n_zero_probability"] == expected and details["per_token"] == -np.inf
+    assert np.isfinite(details["per_token_scored"]) and details["per_token_scored"] > np.log(1 / 8)
+    with pytest.warns(DataWarning, match=f"{expected} of {details['n_tokens']} held-out tokens have probability 0"):
+        assert plsa.score(test, seed=0) == -np.inf  # before: clamped at 1e-300, a finite perplexity of ~1e9
+    # early stopping charges such tokens log(1e-300) to rank iterates, and reports how many there were
+    fit = latentfs.fit(PLSA(2), train, method="em", init=init, early_stopping=True, X_valid=test, max_iter=10,
+                       patience=3, warn=False)
+    assert fit.diagnostics["zero_probability_validation_tokens"] > 0

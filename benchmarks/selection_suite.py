@@ -1,0 +1,141 @@
+"""One selection benchmark (issue 17, item 7, reduced): latentfs selectors against the usual baselines.
+
+    OMP_NUM_THREADS=1 python benchmarks/selection_suite.py [--quick]
+
+**Scope, stated plainly:** three offline data sets (scikit-learn's wdbc and digits, and Weston's linear
+synthetic problem), not the five of the issue; no text set, so Mladenić's scores are not in the table.
+Every method selects k features inside each training fold of a stratified 5-fold split (selection never
+sees the test fold); a logistic regression on the k standardised features is scored on the test fold.
+Reported: mean test accuracy, Kuncheva's stability index of the k-subsets across the 5 folds (1 = the
+same subset every fold, 0 = chance overlap), and the mean selection time per fold in seconds.
+Writes the table to stdout and to ``benchmarks/results/selection_suite.md``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.feature_selection import RFE, f_classif, mutual_info_classif
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from latentfs.datasets.synthetic import weston_linear
+from latentfs.select.bss import SVMFeatureSelector
+from latentfs.select.forest import forest_relevance
+from latentfs.select.q_alpha import QAlpha, SupervisedQAlpha
+from latentfs.subspace.pls import vip_scores
+
+Selector = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    return np.argsort(-np.nan_to_num(scores, nan=-np.inf), kind="stable")[:k]
+
+
+def _onehot(y: np.ndarray) -> np.ndarray:
+    classes = np.unique(y)
+    return (y[:, None] == classes[None, :]).astype(float)
+
+
+def _l1(X: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    Xs = StandardScaler().fit_transform(X)
+    coef = LogisticRegression(penalty="l1", solver="saga", C=0.1, max_iter=3000).fit(Xs, y).coef_
+    return _top(np.abs(coef).sum(axis=0), k)
+
+
+def _rfe(X: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    Xs = StandardScaler().fit_transform(X)
+    est = RFE(LogisticRegression(max_iter=2000), n_features_to_select=k, step=0.2).fit(Xs, y)
+    return np.flatnonzero(est.support_)
+
+
+def _nonconstant(select: Selector) -> Selector:
+    """Run a selector on the non-constant columns only (Q-α refuses constant ones) and map indices back."""
+    def run(X: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+        keep = np.flatnonzero(X.std(axis=0) > 0)
+        return keep[np.asarray(select(X[:, keep], y, k))]
+    return run
+
+
+SELECTORS: dict[str, Selector] = {
+    "f_classif": lambda X, y, k: _top(f_classif(X, y)[0], k),
+    "mutual_info": lambda X, y, k: _top(mutual_info_classif(X, y, random_state=0), k),
+    "RFE(logreg)": _rfe,
+    "L1-logistic": _l1,
+    "PLS-VIP (top k)": lambda X, y, k: _top(vip_scores(X, _onehot(y), 2, n_bootstrap=0).scores, k),
+    "forest R&G (shadow t)": lambda X, y, k: _top(forest_relevance(X, y, n_trees=30, seed=0).scores, k),
+    "Q-alpha supervised": _nonconstant(lambda X, y, k: _top(SupervisedQAlpha().fit(X, y).weights_.scores, k)),
+    "Q-alpha unsupervised": _nonconstant(lambda X, y, k: _top(QAlpha(n_clusters=min(len(np.unique(y)), 5),
+                                                                     max_iter=300).fit(X).weights_.scores, k)),
+    "BSS supervised (rank r//4)": lambda X, y, k: SVMFeatureSelector(
+        k, method="bss", mode="supervised", svm="linear_svc", seed=0).fit(X, y).get_support(indices=True),
+}
+
+
+def kuncheva(subsets: list[np.ndarray], d: int) -> float:
+    """Kuncheva (2007) consistency index averaged over pairs of equal-size subsets."""
+    vals = []
+    for a, b in itertools.combinations(subsets, 2):
+        k = len(a)
+        if k == 0 or k >= d or len(b) != k:
+            continue
+        r = len(set(a.tolist()) & set(b.tolist()))
+        vals.append((r * d - k * k) / (k * (d - k)))
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def datasets(quick: bool) -> dict[str, tuple[np.ndarray, np.ndarray, int]]:
+    rng = np.random.default_rng(0)
+    wl = weston_linear(100 if quick else 200, rng)
+    X_w, y_w = load_breast_cancer(return_X_y=True)
+    X_d, y_d = load_digits(return_X_y=True)
+    if quick:
+        X_d, y_d = X_d[:600], y_d[:600]
+    return {"weston_linear (6 of 202)": (wl[0], wl[1], 6), "wdbc": (X_w, y_w, 5), "digits": (X_d, y_d, 10)}
+
+
+def run(quick: bool) -> str:
+    rows = ["| data set | k | method | accuracy | Kuncheva | s/fold |", "|---|---|---|---|---|---|"]
+    for name, (X, y, k) in datasets(quick).items():
+        folds = list(StratifiedKFold(5, shuffle=True, random_state=0).split(X, y))
+        for method, select in SELECTORS.items():
+            accs, subsets, secs = [], [], []
+            for train, test in folds:
+                t0 = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    idx = np.asarray(select(X[train], y[train], k))
+                secs.append(time.perf_counter() - t0)
+                subsets.append(np.sort(idx))
+                clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+                clf.fit(X[train][:, idx], y[train])
+                accs.append(float(np.mean(clf.predict(X[test][:, idx]) == y[test])))
+            line = (f"| {name} | {k} | {method} | {np.mean(accs):.3f} ± {np.std(accs) / np.sqrt(5):.3f} | "
+                    f"{kuncheva(subsets, X.shape[1]):.2f} | {np.mean(secs):.2f} |")
+            print(line, flush=True)
+            rows.append(line)
+    return "\n".join(rows)
+
+
+def main() -> int:
+    quick = "--quick" in sys.argv[1:]
+    table = run(quick)
+    out = Path(__file__).resolve().parent / "results" / "selection_suite.md"
+    header = ("# Selection suite (issue 17, reduced: 3 data sets)\n\n"
+              f"`python benchmarks/selection_suite.py{' --quick' if quick else ''}`; stratified 5-fold, selection "
+              "inside each training fold, logistic regression on the k features; mean ± s.e. over folds.\n\n")
+    out.write_text(header + table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,400 @@
+"""Online variational Bayes for DirichletDCA (Hoffman, Blei & Bach 2010, "Online learning for latent Dirichlet
+allocation", Algorithm 2).
+
+Mini-batches B_t of documents arrive one after another. For each, the documents' shapes a are fitted with
+Θ fixed (:func:`latentfs.inference.dca.vb.converge_documents`, from the restart α + L/K), the batch's Θ
+statistics S_B (:func:`latentfs.inference.dca.vb.theta_stats`, the same additive statistics as batch VB)
+are scaled to the corpus, and q(Θ)'s parameters move part of the way:
+
+    λ̂ = γ + (D / |B_t|) S_B,        λ ← (1 − ρ_t) λ + ρ_t λ̂,        ρ_t = (τ0 + t)^(−κ)
+
+(Hoffman et al. 2010, eq. (6)–(7) and Algorithm 2; κ ∈ (0.5, 1] and τ0 ≥ 0 make Σρ_t = ∞, Σρ_t² < ∞, so
+the iteration is a stochastic natural-gradient ascent on the ELBO that converges to a local optimum).
+
+``theta_update="full"`` is that algorithm (q(θ_k) = Dirichlet(λ_k), documents see exp E[log θ]);
+``"chapter"`` runs the same recursion on γ + S and lets documents see the point Θ = λ / Σ_j λ, the online
+counterpart of batch VB's default.
+
+:func:`partial_fit_state` is the one update (for an estimator's ``partial_fit``); :func:`fit_online_vb`
+(``latentfs.fit(DirichletDCA(K), X, method="online_vb")``) streams an array's rows in mini-batches for
+several passes, or an iterable of mini-batches once.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentfs.core.data import CountMatrix, DataError, as_counts, check_choice, check_float, check_int
+from latentfs.core.driver import chain_generators
+from latentfs.core.registry import register
+from latentfs.core.results import Posterior
+from latentfs.inference.dca.common import hyper_tensors, prepare, resolve_model
+from latentfs.inference.dca.vb import (
+    converge_documents,
+    expected_log_doc,
+    expected_log_theta,
+    init_topic_word,
+    restart_shape,
+    theta_stats,
+    vb_doc_bound,
+)
+from latentfs.models.dca import DirichletDCA
+
+__all__ = ["OnlineVBState", "online_vb_init", "partial_fit_state", "fit_online_vb", "online_posterior"]
+
+ONLINE_THETA_UPDATES = ("full", "chapter")
+
+
+@dataclass(frozen=True)
+class OnlineVBState:
+    """Everything online VB carries from one mini-batch to the next.
+
+    Attributes
+    ----------
+    model : DirichletDCA (with its data-dependent defaults filled)
+    topic_word : Tensor (K, J) or None
+        λ, the Dirichlet parameters of q(Θ) (γ + the running corpus-scaled statistics); None until the first
+        batch (it is started with the batch's token count scaled to the corpus).
+    n_updates : int
+        t, the number of mini-batches seen.
+    total_documents : int
+        D, the corpus size the batch statistics are scaled to.
+    tau0, kappa : float
+        The step size ρ_t = (τ0 + t)^(−κ).
+    theta_update : {"full", "chapter"}
+    n_features : int
+    seed : int or None
+        Seeds λ's random start (drawn at the first batch).
+    doc_max_iter, doc_tol : int, float
+        Document updates per batch: until no shape moves by more than ``doc_tol`` relative, at most
+        ``doc_max_iter``.
+    dtype, device : where the batches are computed.
+    trace : tuple of float
+        Each batch's evidence lower bound per token (its documents' bounds at the Θ they were fitted with).
+    """
+
+    model: DirichletDCA
+    topic_word: torch.Tensor | None
+    n_updates: int
+    total_documents: int
+    tau0: float
+    kappa: float
+    theta_update: str
+    n_features: int
+    seed: int | None
+    doc_max_iter: int
+    doc_tol: float
+    dtype: torch.dtype
+    device: str
+    trace: tuple[float, ...] = ()
+
+    def step_size(self) -> float:
+        """ρ_t = (τ0 + t)^(−κ) for the next batch."""
+        return float((self.tau0 + self.n_updates) ** (-self.kappa))
+
+
+def _check_online_options(
+    model: Any, tau0: Any, kappa: Any, total_documents: Any, theta_update: Any, doc_max_iter: Any, doc_tol: Any
+) -> None:
+    if not isinstance(model, DirichletDCA):
+        raise DataError(f"model must be a DirichletDCA for online VB; got {type(model).__name__}. Use method='vb'.")
+    if model.groups is not None:
+        raise DataError("online VB has no grouped DirichletDCA (groups=…); fit it with method='vb'.")
+    check_float("tau0", tau0, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 1.0.")
+    check_float(
+        "kappa", kappa, 0.5, 1.0, low_open=True,
+        remedy="κ in (0.5, 1] makes the step sizes (τ0 + t)^−κ converge (Hoffman et al. 2010); try 0.7.",
+    )
+    if total_documents is not None:
+        check_int("total_documents", total_documents, low=1, remedy="Pass the number of documents in the corpus.")
+    check_choice("theta_update", theta_update, ONLINE_THETA_UPDATES)
+    check_int("doc_max_iter", doc_max_iter, low=1)
+    check_float("doc_tol", doc_tol, 0.0, low_open=True)
+
+
+def online_vb_init(
+    model: DirichletDCA,
+    n_features: int,
+    *,
+    total_documents: int,
+    tau0: float = 1.0,
+    kappa: float = 0.7,
+    theta_update: str = "full",
+    seed: int | None = None,
+    doc_max_iter: int = 100,
+    doc_tol: float = 1e-3,
+    dtype: torch.dtype = torch.float64,
+    device: str | torch.device = "cpu",
+) -> OnlineVBState:
+    """The state before the first mini-batch (λ is drawn at the first batch, see :class:`OnlineVBState`).
+
+    Examples
+    --------
+    >>> state = online_vb_init(DirichletDCA(2), 12, total_documents=100)
+    >>> state.step_size()  # ρ_0 = (1 + 0)^−0.7
+    1.0
+    """
+    _check_online_options(model, tau0, kappa, total_documents, theta_update, doc_max_iter, doc_tol)
+    check_int("total_documents", total_documents, low=1, remedy="Pass the number of documents in the corpus.")
+    check_int("n_features", n_features, low=1)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise DataError(f"seed must be an integer or None for online VB; got {seed!r}.")
+    return OnlineVBState(
+        model=model, topic_word=None, n_updates=0, total_documents=int(total_documents), tau0=float(tau0),
+        kappa=float(kappa), theta_update=theta_update, n_features=int(n_features),
+        seed=None if seed is None else int(seed), doc_max_iter=int(doc_max_iter), doc_tol=float(doc_tol),
+        dtype=dtype, device=str(device),
+    )
+
+
+def partial_fit_state(state: OnlineVBState, batch: Any) -> OnlineVBState:
+    """One online VB update (module docstring) with the mini-batch ``batch``; returns the new state.
+
+    Parameters
+    ----------
+    state : OnlineVBState
+        From :func:`online_vb_init` or an earlier call.
+    batch : count matrix (n_batch, J)
+        Any input :func:`latentfs.core.data.as_counts` accepts; empty documents are dropped (they carry no
+        evidence about Θ).
+    """
+    counts = _batch_counts(batch, state.n_features)
+    data = prepare(counts, dtype=state.dtype, device=state.device)
+    model = resolve_model(state.model, data)
+    hyper = hyper_tensors(model, data)
+    scale = state.total_documents / data.n_documents  # D / |B|
+    lam = state.topic_word
+    if lam is None:
+        gen = chain_generators(state.seed, 1, state.device)[0]
+        # λ's start as in batch VB, with the batch's token count standing in for the corpus's
+        tokens = data.doc_lengths.sum() * scale
+        lam = init_topic_word(model, data.n_features, tokens, gen, "full", dtype=data.dtype, device=data.device)
+    theta = lam if state.theta_update == "full" else lam / lam.sum(-1, keepdim=True)
+    a0 = restart_shape(model, hyper["alpha"], data.doc_lengths)
+    a = converge_documents(
+        model, data, a0, theta, hyper, state.theta_update, max_iter=state.doc_max_iter, tol=state.doc_tol
+    )
+    stats = theta_stats(model, data, a, theta, hyper, state.theta_update)
+    elog_doc = expected_log_doc(model, a, hyper)
+    exp_theta = torch.exp(expected_log_theta(theta, state.theta_update))
+    z = data.rates_at_nonzeros(torch.exp(elog_doc), exp_theta)
+    bound = float(vb_doc_bound(model, data, a, elog_doc, torch.log(z), hyper).sum() / data.doc_lengths.sum())
+    rho = state.step_size()
+    lam_hat = hyper["gamma"] + scale * stats  # Hoffman et al. (2010), Algorithm 2
+    new = (1 - rho) * lam + rho * lam_hat
+    assert isinstance(model, DirichletDCA)  # resolve_model keeps the class
+    return replace(state, model=model, topic_word=new, n_updates=state.n_updates + 1, trace=(*state.trace, bound))
+
+
+def _batch_counts(batch: Any, n_features: int) -> CountMatrix:
+    with warnings.catch_warnings():
+        from latentfs.core.data import DataWarning
+
+        warnings.simplefilter("ignore", DataWarning)
+        counts = as_counts(batch, name="batch", empty_documents="drop")
+    if counts.n_features != n_features:
+        raise DataError(
+            f"batch must have the vocabulary the fit started with: {n_features} features; got {counts.n_features}. "
+            "Map every mini-batch to one vocabulary (same columns, same order)."
+        )
+    return counts
+
+
+def _is_batch_stream(X: Any) -> bool:
+    """An iterator, or a list/tuple of 2-D matrices (rather than one matrix given as nested lists)."""
+    if isinstance(X, Iterator):
+        return True
+    if isinstance(X, (list, tuple)) and X:
+        first = X[0]
+        return hasattr(first, "shape") and len(getattr(first, "shape", ())) == 2
+    return False
+
+
+def fit_online_vb(
+    model: DirichletDCA,
+    X: Any,
+    *,
+    batch_size: int = 256,
+    n_passes: int = 1,
+    tau0: float = 1.0,
+    kappa: float = 0.7,
+    total_documents: int | None = None,
+    theta_update: str = "full",
+    shuffle: bool = True,
+    seed: int | None = None,
+    doc_max_iter: int = 100,
+    doc_tol: float = 1e-3,
+    dtype: torch.dtype = torch.float64,
+    device: str | torch.device = "cpu",
+    empty_documents: str = "drop",
+) -> Posterior:
+    """Fit DirichletDCA by online VB (``latentfs.fit(DirichletDCA(K), X, method="online_vb", ...)``).
+
+    Parameters
+    ----------
+    X : count matrix (D, J), or an iterable of mini-batches
+        A matrix (anything :func:`latentfs.core.data.as_counts` accepts, or a dask array, whose rows are
+        then computed one mini-batch at a time) is streamed in mini-batches of ``batch_size`` rows for
+        ``n_passes`` passes, in a new random order each pass when ``shuffle``. An iterator (or a list of
+        2-D matrices) is taken as the mini-batches themselves, in order; an iterator is read once.
+    batch_size : int
+        Rows per mini-batch when ``X`` is a matrix.
+    n_passes : int
+        Passes over a matrix or a list of batches (an iterator allows 1).
+    tau0, kappa : float
+        Step sizes ρ_t = (τ0 + t)^(−κ), τ0 ≥ 0, κ ∈ (0.5, 1] (Hoffman et al. 2010). With τ0 = 1 the first
+        batch's statistics replace the random start entirely (ρ_0 = 1).
+    total_documents : int, optional
+        D, to which each batch's statistics are scaled (× D/|B|); by default the number of rows of a
+        matrix or of a list of batches; required for an iterator.
+    theta_update : {"full", "chapter"}
+        Module docstring.
+    shuffle, seed : the order of the rows in each pass and λ's random start.
+    doc_max_iter, doc_tol : document updates per batch (:class:`OnlineVBState`).
+    dtype, device : see :func:`latentfs.fit`.
+    empty_documents : {"drop", "error", "keep"}
+        Only for a matrix ``X``; empty documents in mini-batches are dropped.
+
+    Returns
+    -------
+    Posterior
+        ``topic_word``: Dirichlet(λ). For a matrix ``X``, the document site Dirichlet(a) with each
+        document's shapes converged at the final Θ; a stream of batches has no document site. ``trace``
+        holds each batch's bound per token (noisy: each is a different batch), ``extras["n_updates"]`` t.
+    """
+    _check_online_options(model, tau0, kappa, total_documents, theta_update, doc_max_iter, doc_tol)
+    check_int("batch_size", batch_size, low=1)
+    check_int("n_passes", n_passes, low=1)
+    if not isinstance(shuffle, bool):
+        raise DataError(f"shuffle must be True or False; got {shuffle!r}.")
+    from latentfs.core.shards import is_dask_array
+
+    counts: CountMatrix | None = None
+    batches: Iterable[Any]
+    if _is_batch_stream(X):
+        if isinstance(X, Iterator) and n_passes != 1:
+            raise DataError(
+                f"n_passes must be 1 when X is an iterator (it can be read once); got {n_passes}. Pass a list of "
+                "mini-batches, or the matrix, to make several passes."
+            )
+        if total_documents is None:
+            if isinstance(X, Iterator):
+                raise DataError(
+                    "total_documents is required when X is an iterator of mini-batches: each batch's statistics "
+                    "are scaled by total_documents / batch rows. Pass the corpus size, e.g. total_documents=100000."
+                )
+            total_documents = int(sum(int(b.shape[0]) for b in X))
+        stream = list(X) if not isinstance(X, Iterator) else X
+        first = next(iter(stream)) if not isinstance(stream, Iterator) else next(stream, None)
+        if first is None:
+            raise DataError("X is an empty iterator of mini-batches; pass at least one batch.")
+        n_features = int(first.shape[1])
+        if isinstance(stream, Iterator):
+            batches = _chain_first(first, stream)
+        else:
+            batches = [b for _ in range(n_passes) for b in stream]
+    elif is_dask_array(X):
+        n_docs = int(X.shape[0])
+        n_features = int(X.shape[1])
+        total_documents = total_documents or n_docs
+        batches = _dask_batches(X, batch_size, n_passes, shuffle, seed)
+    else:
+        counts = as_counts(X, empty_documents=empty_documents)  # type: ignore[arg-type]
+        n_features = counts.n_features
+        total_documents = total_documents or counts.n_documents
+        batches = _matrix_batches(counts, batch_size, n_passes, shuffle, seed)
+    state = online_vb_init(
+        model, n_features, total_documents=int(total_documents), tau0=tau0, kappa=kappa,
+        theta_update=theta_update, seed=seed, doc_max_iter=doc_max_iter, doc_tol=doc_tol, dtype=dtype,
+        device=device,
+    )
+    for batch in batches:
+        state = partial_fit_state(state, batch)
+    return online_posterior(state, counts)
+
+
+def _chain_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def _order(n: int, n_passes: int, shuffle: bool, seed: int | None) -> Iterator[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    for _ in range(n_passes):
+        yield rng.permutation(n) if shuffle else np.arange(n)
+
+
+def _matrix_batches(
+    counts: CountMatrix, batch_size: int, n_passes: int, shuffle: bool, seed: int | None
+) -> Iterator[Any]:
+    for order in _order(counts.n_documents, n_passes, shuffle, seed):
+        for lo in range(0, order.size, batch_size):
+            yield counts.csr[np.sort(order[lo: lo + batch_size])]
+
+
+def _dask_batches(X: Any, batch_size: int, n_passes: int, shuffle: bool, seed: int | None) -> Iterator[Any]:
+    """Mini-batches of a dask array's rows, each computed on its own (only one batch is ever in memory)."""
+    for order in _order(int(X.shape[0]), n_passes, shuffle, seed):
+        for lo in range(0, order.size, batch_size):
+            yield X[np.sort(order[lo: lo + batch_size])].compute()
+
+
+def online_posterior(state: OnlineVBState, counts: CountMatrix | None = None) -> Posterior:
+    """The Posterior of an online VB state: q(Θ) = Dirichlet(λ), and, given the corpus ``counts``, each
+    document's q(m) = Dirichlet(a) with its shapes converged at the final Θ."""
+    if state.topic_word is None:
+        raise DataError("state has seen no mini-batch yet; call partial_fit_state(state, batch) first.")
+    model = state.model
+    lam = state.topic_word
+    to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
+    K = model.n_components
+    dims: dict[str, tuple[str, ...]] = {"topic_word": ("component", "feature")}
+    coords: dict[str, list[str]] = {
+        "component": [f"c{k}" for k in range(K)],
+        "feature": [f"w{j}" for j in range(state.n_features)],
+    }
+    fitted: dict[str, Any] = {"topic_word": {"family": "dirichlet", "concentration": to_np(lam)}}
+    extras: dict[str, Any] = {"n_updates": state.n_updates, "bound_trace": np.asarray(state.trace)}
+    if counts is not None:
+        coords["feature"] = list(counts.feature_names)
+        data = prepare(counts, dtype=state.dtype, device=state.device)
+        hyper = hyper_tensors(model, data)
+        theta = lam if state.theta_update == "full" else lam / lam.sum(-1, keepdim=True)
+        a = converge_documents(
+            model, data, restart_shape(model, hyper["alpha"], data.doc_lengths), theta, hyper,
+            state.theta_update, max_iter=state.doc_max_iter, tol=state.doc_tol,
+        )
+        dims[model.doc_site] = ("document", "component")
+        coords["document"] = list(counts.document_names)
+        fitted[model.doc_site] = {"family": "dirichlet", "concentration": to_np(a)}
+        extras["component_counts"] = to_np(a - hyper["alpha"])
+        extras["kept_documents"] = counts.kept_documents
+        extras["doc_lengths"] = counts.doc_lengths
+    return Posterior(
+        model=type(model).__name__,
+        method="online_vb",
+        dims=dims,
+        coords=coords,
+        trace=np.asarray(state.trace),
+        fitted=fitted,
+        diagnostics={
+            "converged": None,
+            "n_iter": state.n_updates,
+            "theta_update": state.theta_update,
+            "tau0": state.tau0,
+            "kappa": state.kappa,
+            "total_documents": state.total_documents,
+            "observation_dim": "document",
+        },
+        extras=extras,
+        hyperparameters=model.hyperparameters(),
+    )
+
+
+register(DirichletDCA, "online_vb")(fit_online_vb)

@@ -1,0 +1,22 @@
+"""Hidden Markov models (Gaussian and categorical emissions): the engines of :mod:`latentfs.models.hmm`.
+
+* :mod:`~latentfs.inference.hmm.forward_backward` scaled forward–backward, Viterbi and FFBS over all
+  sequences at once;
+* :mod:`~latentfs.inference.hmm.em` Baum–Welch EM with restarts, :mod:`~latentfs.inference.hmm.gibbs` block
+  Gibbs (FFBS) (no variational engine yet);
+* :mod:`~latentfs.inference.hmm.decode` posterior state marginals, Viterbi paths and log-likelihoods from
+  a fitted result.
+
+Importing this package registers every engine of the family with :func:`latentfs.fit`.
+"""
+
+import importlib
+import pkgutil
+
+from latentfs.inference.hmm.decode import sequence_log_likelihood, state_marginals, viterbi
+
+__all__ = ["sequence_log_likelihood", "state_marginals", "viterbi"]
+
+# Engines register themselves on import.
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")

@@ -1,0 +1,214 @@
+"""Prepared HMM data and parameters: the chain layout plus an emission family.
+
+The emission families are those of the finite mixtures (:mod:`latentfs.inference.mixture.em`): a hidden
+Markov chain's M-step for the emissions is the mixture's M-step with the posterior state marginals γ in
+place of the responsibilities, and its conjugate updates are the mixture's with hard or soft state counts
+(Titterington 2006, §1.3–1.6). Only π and A are the chain's own.
+
+Parameters are held as ``{"startprob": (K,), "transmat": (K, K), "emission": {...}}`` with the emission
+part in the mixture family's (centred) coordinates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentfs.core.data import ContinuousMatrix, DataError
+from latentfs.inference.hmm.forward_backward import ChainLayout
+from latentfs.inference.mixture.em import CategoricalFamily, GaussianFamily
+from latentfs.models.hmm import CategoricalHMM, GaussianHMM, SequenceData
+from latentfs.models.mixture import GaussianMixture, LatentClass
+
+__all__ = ["HMMFamily", "prepare", "model_from_result"]
+
+
+class _PreparedGaussian(GaussianMixture):
+    """The emission mixture of a :class:`GaussianHMM`, taking data the HMM has already validated."""
+
+    def check_data(self, X: Any, *, name: str = "X") -> Any:
+        if isinstance(X, ContinuousMatrix):
+            return X
+        return super().check_data(X, name=name)
+
+
+def _gaussian_emission(model: GaussianHMM, data: SequenceData) -> GaussianFamily:
+    em = model.emission
+    prepared = _PreparedGaussian.__new__(_PreparedGaussian)
+    prepared.__dict__.update(em.__dict__)
+    prepared.n_components = model.n_components
+    matrix = ContinuousMatrix(
+        values=data.values,
+        sample_names=(),
+        feature_names=data.feature_names,
+    )
+    return GaussianFamily.prepare(prepared, matrix)
+
+
+def _categorical_emission(model: CategoricalHMM, data: SequenceData, n_categories: int) -> CategoricalFamily:
+    lc = LatentClass(
+        model.n_components,
+        n_levels=[n_categories],
+        weight_concentration=model.startprob_concentration,
+        item_concentration=model.emission_concentration,
+    )
+    n = data.values.shape[0]
+    onehot = np.zeros((n, n_categories))
+    onehot[np.arange(n), data.values] = 1.0
+    return CategoricalFamily(
+        lc,
+        torch.as_tensor(onehot),
+        torch.ones(n, 1, dtype=torch.float64),
+        torch.zeros(n_categories, dtype=torch.long),
+        np.array([n_categories]),
+        ("symbol",),
+        data.values[:, None].astype(np.float64),
+    )
+
+
+@dataclass
+class HMMFamily:
+    """Everything an engine needs about the data and the model.
+
+    Attributes
+    ----------
+    model : GaussianHMM or CategoricalHMM
+    data : SequenceData (validated; concatenated)
+    layout : ChainLayout (sequence starts in the concatenated chain)
+    emission : GaussianFamily or CategoricalFamily (log g_k(y_t), M-step, conjugate statistics)
+    n_categories : S for categorical emissions, else 0
+    """
+
+    model: Any
+    data: SequenceData
+    layout: ChainLayout
+    emission: Any
+    n_categories: int = 0
+
+    @property
+    def k(self) -> int:
+        return int(self.model.n_components)
+
+    @property
+    def n(self) -> int:
+        return int(self.data.values.shape[0])
+
+    @property
+    def categorical(self) -> bool:
+        return isinstance(self.model, CategoricalHMM)
+
+    @property
+    def n_features(self) -> int:
+        return self.n_categories if self.categorical else int(self.data.values.shape[1])
+
+    def log_emission(self, params: dict[str, Any]) -> torch.Tensor:
+        """log g_k(y_t), (N, K)."""
+        return self.emission.log_component(params["emission"])
+
+    # ---------------------------------------------------------------- user-facing parameters
+    def export(self, params: dict[str, Any]) -> dict[str, np.ndarray]:
+        """``startprob``, ``transmat`` and ``means``/``covariance``/``precision`` or ``emission_probs``."""
+        out = {"startprob": params["startprob"].numpy().copy(), "transmat": params["transmat"].numpy().copy()}
+        em = self.emission.export(params["emission"])
+        em.pop("weights", None)
+        if self.categorical:
+            out["emission_probs"] = em["item_probs"][:, 0, :].copy()
+        else:
+            out.update(em)
+        return out
+
+    def import_(self, given: dict[str, Any], reg: float = 0.0) -> dict[str, Any]:
+        """Parameters from user values in the shapes :meth:`export` gives (``covariance`` or ``precision``)."""
+        k = self.k
+        try:
+            start = torch.as_tensor(np.asarray(given["startprob"], dtype=np.float64)).reshape(k)
+            trans = torch.as_tensor(np.asarray(given["transmat"], dtype=np.float64)).reshape(k, k)
+        except KeyError as exc:
+            raise DataError(f"init must give startprob (K,) and transmat (K, K); {exc} is missing.") from None
+        except (ValueError, RuntimeError) as exc:
+            raise DataError(f"init's startprob must have shape ({k},) and transmat ({k}, {k}); {exc}.") from None
+        for name, arr, axis in (("startprob", start, 0), ("transmat", trans, -1)):
+            total = arr.sum(axis)
+            if bool((arr < 0).any()) or not bool(torch.allclose(total, torch.ones_like(total), atol=1e-8)):
+                raise DataError(
+                    f"init[{name!r}] must hold probabilities (non-negative, summing to 1 along its last axis); "
+                    f"got sums {total.tolist()}."
+                )
+        em_given: dict[str, Any] = {"weights": np.full(k, 1.0 / k)}
+        if self.categorical:
+            probs = np.asarray(given.get("emission_probs"), dtype=np.float64)
+            if probs.shape != (k, self.n_categories):
+                raise DataError(
+                    f"init['emission_probs'] must have shape (K, S) = {(k, self.n_categories)}; got {probs.shape}."
+                )
+            em_given["item_probs"] = probs[:, None, :]
+        else:
+            em_given.update({key: given[key] for key in ("means", "covariance", "precision") if key in given})
+        return {"startprob": start, "transmat": trans, "emission": self.emission.import_(em_given, reg)}
+
+    def dims(self) -> dict[str, tuple[str, ...]]:
+        out = {"startprob": ("component",), "transmat": ("component", "component_to")}
+        if self.categorical:
+            out["emission_probs"] = ("component", "symbol")
+            return out
+        cov = ("component", "feature") if self.model.covariance_type == "diag" else (
+            "component", "feature", "feature_bis")
+        out.update(means=("component", "feature"), covariance=cov, precision=cov)
+        return out
+
+    def coords(self) -> dict[str, list[str]]:
+        comps = [f"c{k}" for k in range(self.k)]
+        out = {"component": comps, "component_to": comps, "sequence": [f"s{i}" for i in range(len(self.data.lengths))]}
+        if self.categorical:
+            out["symbol"] = [str(s) for s in range(self.n_categories)]
+        else:
+            names = list(self.data.feature_names)
+            out.update(feature=names, feature_bis=names)
+        return out
+
+
+def prepare(
+    model: Any, X: Any, lengths: Any = None, *, for_fit: bool = True, n_categories: int | None = None
+) -> HMMFamily:
+    """Validate ``X`` (and ``lengths``) for ``model`` and build the :class:`HMMFamily`."""
+    if not isinstance(model, (GaussianHMM, CategoricalHMM)):
+        raise DataError(f"model must be a GaussianHMM or CategoricalHMM; got {type(model).__name__}.")
+    data = model.check_data(X, lengths, for_fit=for_fit)
+    layout = ChainLayout.from_lengths(torch.as_tensor(data.lengths))
+    if isinstance(model, CategoricalHMM):
+        s = n_categories if n_categories is not None else model.categories(data)
+        if int(data.values.max()) >= s:
+            raise DataError(
+                f"X holds symbol {int(data.values.max())} but the fitted model has {s} categories; decode only "
+                "symbols the model was fitted on."
+            )
+        return HMMFamily(model, data, layout, _categorical_emission(model, data, s), s)
+    return HMMFamily(model, data, layout, _gaussian_emission(model, data))
+
+
+def model_from_result(result: Any) -> Any:
+    """Rebuild the model of a fitted :class:`~latentfs.core.results.Posterior` from its hyperparameters."""
+    hp = dict(result.hyperparameters)
+    if result.model == "GaussianHMM":
+        return GaussianHMM(
+            hp["n_components"],
+            covariance_type=hp["covariance_type"],
+            startprob_concentration=hp["startprob_concentration"],
+            transition_concentration=hp["transition_concentration"],
+            mean_precision=hp["mean_precision"],
+            degrees_of_freedom=hp["degrees_of_freedom"],
+            mean_prior=hp["mean_prior"],
+            covariance_prior=hp["covariance_prior"],
+        )
+    if result.model == "CategoricalHMM":
+        return CategoricalHMM(
+            hp["n_components"],
+            hp["n_categories"],
+            startprob_concentration=hp["startprob_concentration"],
+            transition_concentration=hp["transition_concentration"],
+            emission_concentration=hp["emission_concentration"],
+        )
+    raise DataError(f"result must come from a GaussianHMM or CategoricalHMM fit; it comes from {result.model!r}.")

@@ -1,0 +1,284 @@
+"""Finite mixtures as scikit-learn clusterers: :class:`GaussianMixtureClusterer`,
+:class:`LatentProfileClusterer` and :class:`LatentClassClusterer` fit the Pyro declarations of
+:mod:`latentfs.models.mixture` with any of their engines (EM, VB, Gibbs).
+
+New rows are scored with the engines' own component densities (:func:`~latentfs.inference.mixture.em.family_for`)
+at the fitted parameters (the posterior means for VB and Gibbs): ``predict_proba`` gives the
+responsibilities τ_nk = η_k g_k(x_n) / Σ_l η_l g_l(x_n) (Titterington 2006, §1.4), ``predict`` their
+arg max, ``score_samples`` log Σ_k η_k g_k(x_n) and ``score`` its mean.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+from sklearn.base import ClusterMixin, DensityMixin
+
+from latentfs.core.estimator import LatentEstimator
+from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
+
+__all__ = ["GaussianMixtureClusterer", "LatentClassClusterer", "LatentProfileClusterer"]
+
+
+class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
+    """Shared prediction code; subclasses build the model."""
+
+    _feature_prefix = "component"
+    _min_samples = 2
+    _param_sites: tuple[str, ...] = ("weights", "means", "covariance")
+
+    def _after_fit(self, X: Any) -> None:
+        post = self.posterior_
+        self.weights_ = np.asarray(post.mean("weights"), dtype=np.float64)
+        self.components_ = np.asarray(post.mean(self._param_sites[1]), dtype=np.float64)
+        self.components_ = self.components_.reshape(self.components_.shape[0], -1)
+        self.labels_ = np.asarray(self._log_joint_of(X).argmax(1), dtype=np.int64)
+
+    def _log_joint(self, X: Any) -> Any:
+        """log η_k + log g_k(x_n), (n, K) as a torch tensor, at the fitted parameters (posterior means).
+
+        Computed row by row from the parameters, not through the engines' data preparation, so that a
+        single row or a batch with a constant column is scored like any other.
+        """
+
+        self._check_fitted()
+        return self._log_joint_of(self._validate(X, reset=False))
+
+    def _log_joint_of(self, X: np.ndarray) -> Any:
+        import torch
+
+        log_weights = np.log(np.clip(self.weights_, 1e-300, None))
+        return torch.as_tensor(self._log_component(X) + log_weights)
+
+    def _log_component(self, X: np.ndarray) -> np.ndarray:
+        """log g_k(x_n) of a Gaussian component, (n, K)."""
+        post = self.posterior_
+        means = np.asarray(post.mean("means"), dtype=np.float64)
+        cov = np.asarray(post.mean("covariance"), dtype=np.float64)
+        k, d = means.shape
+        if cov.ndim == 3:
+            full = cov  # full
+        elif cov.ndim == 2 and cov.shape == (d, d) and self._covariance_type() == "tied":
+            full = np.broadcast_to(cov, (k, d, d))
+        elif cov.ndim == 2:
+            full = np.stack([np.diag(c) for c in cov])  # diag
+        elif cov.shape == (k,) and self._covariance_type() == "spherical":
+            full = cov[:, None, None] * np.eye(d)
+        else:
+            full = np.broadcast_to(np.diag(cov), (k, d, d))  # tied_diag
+        out = np.empty((X.shape[0], k))
+        for j in range(k):
+            chol = np.linalg.cholesky(full[j])
+            z = scipy.linalg.solve_triangular(chol, (X - means[j]).T, lower=True)
+            out[:, j] = -0.5 * (z**2).sum(0) - np.log(np.diag(chol)).sum() - 0.5 * d * math.log(2 * math.pi)
+        return out
+
+    def _covariance_type(self) -> str:
+        return str(self._make_model().covariance_type)
+
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.weights_.shape[0])
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Responsibilities P(component | x), shape (n_samples, n_components); rows sum to 1."""
+        import torch
+
+        lj = self._log_joint(X)
+        return torch.softmax(lj, 1).numpy()
+
+    def transform(self, X: Any) -> np.ndarray:
+        """The responsibilities (:meth:`predict_proba`), the samples' representation."""
+        return self.predict_proba(X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable component of each row."""
+        return np.asarray(self.predict_proba(X).argmax(1), dtype=np.int64)
+
+    def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
+        """Fit, then the component of each training row (``labels_``)."""
+        return np.asarray(self.fit(X).labels_)
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """log p(x_n) = log Σ_k η_k g_k(x_n) of each row."""
+        import torch
+
+        return torch.logsumexp(self._log_joint(X), 1).numpy()
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Mean log-likelihood per row (higher is better); ``y`` is ignored."""
+        return float(self.score_samples(X).mean())
+
+
+class GaussianMixtureClusterer(_MixtureEstimator):
+    """Gaussian mixture (:class:`~latentfs.models.mixture.GaussianMixture`) with the scikit-learn contract.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+    covariance_type : {"full", "diag", "spherical", "tied", "tied_diag"}
+    weight_concentration, mean_precision, degrees_of_freedom : priors of the Bayesian engines
+        (see :class:`~latentfs.models.mixture.GaussianMixture`).
+    method : {"em", "vb", "gibbs"}, default "em"
+    seed : int, default 0
+    max_iter, tol, n_init : optional (EM, VB); num_chains, num_warmup, num_samples : optional (Gibbs).
+
+    Attributes
+    ----------
+    posterior_ : Posterior
+    weights_ : ndarray (n_components,)
+    components_ : ndarray (n_components, n_features), the component means
+    labels_ : ndarray (n_samples,), the component of each training row
+
+    Examples
+    --------
+    >>> X = GaussianMixture(2, mean_precision=0.02).simulate(100, 2, seed=0)["data"]
+    >>> gm = GaussianMixtureClusterer(2).fit(X)
+    >>> gm.predict_proba(X).shape, gm.labels_.shape
+    ((100, 2), (100,))
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        covariance_type: str = "full",
+        weight_concentration: float = 1.0,
+        mean_precision: float | None = None,
+        degrees_of_freedom: float | None = None,
+        method: str = "em",
+        seed: int | None = 0,
+        max_iter: int | None = None,
+        tol: float | None = None,
+        n_init: int | None = None,
+        num_chains: int | None = None,
+        num_warmup: int | None = None,
+        num_samples: int | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.weight_concentration = weight_concentration
+        self.mean_precision = mean_precision
+        self.degrees_of_freedom = degrees_of_freedom
+        self.method = method
+        self.seed = seed
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.num_chains = num_chains
+        self.num_warmup = num_warmup
+        self.num_samples = num_samples
+
+    def _make_model(self) -> Any:
+        return GaussianMixture(
+            self.n_components,
+            covariance_type=self.covariance_type,
+            weight_concentration=self.weight_concentration,
+            mean_precision=self.mean_precision,
+            degrees_of_freedom=self.degrees_of_freedom,
+        )
+
+
+class LatentProfileClusterer(_MixtureEstimator):
+    """Latent profile analysis (:class:`~latentfs.models.mixture.LatentProfile`) with the scikit-learn contract.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+    variance : {"shared", "free"}
+    method, seed, max_iter, tol, n_init, num_chains, num_warmup, num_samples : as
+        :class:`GaussianMixtureClusterer`.
+    """
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        variance: str = "shared",
+        method: str = "em",
+        seed: int | None = 0,
+        max_iter: int | None = None,
+        tol: float | None = None,
+        n_init: int | None = None,
+        num_chains: int | None = None,
+        num_warmup: int | None = None,
+        num_samples: int | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.variance = variance
+        self.method = method
+        self.seed = seed
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.num_chains = num_chains
+        self.num_warmup = num_warmup
+        self.num_samples = num_samples
+
+    def _make_model(self) -> Any:
+        return LatentProfile(self.n_components, variance=self.variance)
+
+
+class LatentClassClusterer(_MixtureEstimator):
+    """Latent class analysis (:class:`~latentfs.models.mixture.LatentClass`) with the scikit-learn contract.
+
+    Items are coded 0..S−1 (binary 0/1 when ``n_levels`` is None); ``components_`` holds each class's
+    response probabilities, flattened.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+    n_levels : int or list of int, optional
+    method, seed, max_iter, tol, n_init, num_chains, num_warmup, num_samples : as
+        :class:`GaussianMixtureClusterer`.
+    """
+
+    _param_sites = ("weights", "item_probs")
+
+    def _log_component(self, X: np.ndarray) -> np.ndarray:
+        """log g_k(y_n) = Σ_i log θ_{i k y_ni} (local independence), (n, K)."""
+        probs = np.asarray(self.posterior_.mean("item_probs"), dtype=np.float64)
+        codes = X.astype(np.int64)
+        if probs.ndim == 2:  # binary items: P(y = 1)
+            p = np.clip(probs, 1e-300, None)
+            q = np.clip(1 - probs, 1e-300, None)
+            return codes @ np.log(p).T + (1 - codes) @ np.log(q).T
+        levels = probs.shape[2]
+        if (codes < 0).any() or (codes >= levels).any() or (codes != X).any():
+            from latentfs.core.data import DataError
+
+            raise DataError(f"X must hold item codes 0..{levels - 1} (as in fit); got values outside them.")
+        logp = np.log(np.clip(probs, 1e-300, None))  # (K, items, levels)
+        items = np.arange(X.shape[1])
+        return logp[:, items[None, :], codes].sum(-1).T
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        n_levels: Any = None,
+        method: str = "em",
+        seed: int | None = 0,
+        max_iter: int | None = None,
+        tol: float | None = None,
+        n_init: int | None = None,
+        num_chains: int | None = None,
+        num_warmup: int | None = None,
+        num_samples: int | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.n_levels = n_levels
+        self.method = method
+        self.seed = seed
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.num_chains = num_chains
+        self.num_warmup = num_warmup
+        self.num_samples = num_samples
+
+    def _make_model(self) -> Any:
+        return LatentClass(self.n_components, n_levels=self.n_levels)
