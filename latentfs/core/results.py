@@ -247,7 +247,8 @@ class Posterior:
         Stephens 2000), and every stored site with a ``component_dim`` axis is permuted the same way, draw by
         draw; dims named in ``also`` index the same components (the destination state of a transition
         matrix, say) and are permuted the same way. ``chain_extras`` maps the name of an extras array
-        shaped ``(chain, ...)`` (a running mean over a chain's draws) to its component axis within one chain's array; each is permuted by its chain's
+        shaped ``(chain, ...)`` (a running mean over a chain's draws) to its component axis within one
+        chain's array; each is permuted by its chain's
         modal permutation, and if more than 5% of a chain's draws were in another labelling a
         :class:`~latentfs.core.driver.ConvergenceWarning` says that such outputs mix labels. The result's
         ``alignment`` records the method, each chain's modal permutation (``permutations``) and switch share;
