@@ -2,7 +2,7 @@
 
 ``latentfs demo``
     Fits DirichletDCA to the Reuters sample shipped in the ``lda`` package (395 × 4,258 counts), prints
-    the top words of each component and the most important words with 90% credible bands, and writes
+    the top words of each component and the most important words with 90% bands (variational), and writes
     the ArviZ InferenceData (netCDF) and a PNG figure.
 ``latentfs fit FILE``
     Fits a DCA model to a user's count matrix (Matrix Market ``.mtx``, scipy ``.npz``, numpy ``.npy``, or
@@ -104,8 +104,16 @@ def _print_weights(result: Any, n_top: int, out: Any) -> Any:
         lo, hi = weights.band(0.9)
     except DataError:  # a point estimate has no draws, so no band
         pass
-    print("\nMost important words overall (saliency, " + ("90% credible band):" if lo is not None else
-          f"point estimate of {result.method}, no band):"), file=out)
+    if lo is None:
+        label = f"point estimate of {result.method}, no band"
+    elif result.kind("topic_word") == "draws":
+        label = f"90% credible band from {result.method} draws"
+        conv = result.diagnostics.get("convergence", {}).get("topic_word", {})
+        if conv.get("r_hat_max", 0.0) > 1.01:
+            label += f"; NOT CONVERGED: max R-hat {conv['r_hat_max']:.2f}, treat the band as unreliable"
+    else:
+        label = f"90% band of the {result.method} variational posterior, narrower than the true posterior"
+    print(f"\nMost important words overall (saliency per word, probability units; {label}):", file=out)
     for j in weights.ranking()[:15]:
         band = f"  [{lo[j]:.5f}, {hi[j]:.5f}]" if lo is not None and hi is not None else ""
         print(f"  {weights.feature_names[j]:<14s} {weights.scores[j]:.5f}{band}", file=out)

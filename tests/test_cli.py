@@ -139,7 +139,9 @@ def test_engines_and_hyperparameters_are_options(files, tmp_path, capsys):
                        "--alpha", "0.3", "--gamma", "0.2", "--iterations", "10", "--samples", "5", "-o", tmp_path / "g")
     assert rc == 0, err
     assert "Fitting DirichletDCA(2, alpha=0.3, gamma=0.2) with --method collapsed_gibbs to 20 documents" in out
-    assert "Most important words overall (saliency, 90% credible band)" in out
+    # The band says which engine it comes from, its units, and that 10 sweeps have not converged.
+    assert re.search(r"Most important words overall \(saliency per word, probability units; 90% credible band "
+                     r"from collapsed_gibbs draws; NOT CONVERGED: max R-hat [0-9.]+", out), out
     with pytest.warns(latentfs.ConvergenceWarning, match="did not converge in 5 iterations"):
         rc = main(["fit", str(files / "c.mtx"), "-k", "2", "--model", "gap", "--method", "nmf_kl", "--iterations", "5",
                    "-o", str(tmp_path / "n")])
@@ -286,6 +288,8 @@ def test_demo_runs_end_to_end_and_writes_its_outputs(tmp_path, capsys):
         assert main(["demo", "--output", str(tmp_path), "--iterations", "30", "--components", "5"]) == 0
     out = capsys.readouterr().out
     assert "395 documents × 4258 words" in out
+    # The demo names the units of its weights and the engine its bands come from (VB: variational, narrow).
+    assert "saliency per word, probability units; 90% band of the vb variational posterior" in out
     for name in ("reuters_dca.nc", "reuters_dca.npz", "reuters_dca.png"):
         assert (tmp_path / name).stat().st_size > 0
     import arviz as az
