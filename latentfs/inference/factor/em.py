@@ -35,7 +35,13 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
-from latentfs.core.driver import ConvergenceWarning, chain_generators, make_generator, run_optimizer
+from latentfs.core.driver import (
+    OptimizerRun,
+    chain_generators,
+    make_generator,
+    run_optimizer,
+    run_restarts,
+)
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
@@ -599,26 +605,19 @@ def _fit_fa(
         return fa_mstep(stats, data, state, spec, variant), float(objective)
 
     step = _ACCELERATIONS[acceleration](em_map, floor)
-    runs = []
-    for r in range(n_starts):
+
+    def one(r: int) -> OptimizerRun:
         # The first start is ``init``; the others are random (small Gaussian loadings).
         start = fa_initial_params(values, model.n_factors, init=init if r == 0 else "random", generator=gen,
                                   dtype=dtype, device=device, covariance=cov)
         start = _project(start, model.constraints)
         start = FAParams(start.loadings, torch.maximum(start.noise_variance, floor), start.mean)
-        runs.append(run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
-                                  progress=progress, warn=False))
-        if runs[-1].interrupted:  # Ctrl-C ends the whole fit, not just this start
-            break
-    best_index = max(range(len(runs)), key=lambda i: runs[i].objective)
-    run = runs[best_index]
-    if warn and not run.converged and not run.interrupted:
-        warnings.warn(
-            f"FactorAnalysis {method} did not converge in {max_iter} iterations (tol={tol:g}, best of "
-            f"{n_starts} start(s)); raise max_iter, loosen tol, or standardise the columns.",
-            ConvergenceWarning,
-            stacklevel=3,
-        )
+        return run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
+                             progress=progress, warn=False)
+
+    run, runs = run_restarts(n_starts, one, warn=warn, desc=f"FactorAnalysis {method}",
+                             remedies="raise max_iter, loosen tol, or standardise the columns")
+    best_index = int(run.info["restart"])
     run.info["restart_objectives"] = [float(r.objective) for r in runs]
     run.info["best_restart"] = best_index
     post = _fa_posterior(model, matrix, data, run, method, use_priors, time.perf_counter() - started)

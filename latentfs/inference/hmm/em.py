@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import best_run, make_generator, run_optimizer
+from latentfs.core.driver import make_generator, run_optimizer, run_restarts
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.hmm.family import HMMFamily, prepare
@@ -135,23 +135,22 @@ def fit_em(
     """Baum–Welch with restarts on a prepared family; the run with the highest final ℓ is kept."""
     reg = _check_common(n_init, reg_covar)
     gen = make_generator(seed)
-    runs = []
-    for _ in range(1 if isinstance(init, dict) else int(n_init)):
-        start = initial_params(fam, init, gen, reg)
-        runs.append(
-            run_optimizer(
-                start,
-                lambda p: em_step(fam, p, reg),
-                max_iter=max_iter,
-                tol=tol,
-                desc=f"EM {type(fam.model).__name__}",
-                progress=progress,
-                warn=warn,
-                remedies="raise max_iter, loosen tol, or raise n_init",
-                callback=callback,
-            )
+
+    def one(_: int) -> Any:
+        return run_optimizer(
+            initial_params(fam, init, gen, reg),
+            lambda p: em_step(fam, p, reg),
+            max_iter=max_iter,
+            tol=tol,
+            desc=f"EM {type(fam.model).__name__}",
+            progress=progress,
+            warn=False,
+            callback=callback,
         )
-    best = best_run(runs)
+
+    best, runs = run_restarts(1 if isinstance(init, dict) else int(n_init), one, warn=warn,
+                              desc=f"EM {type(fam.model).__name__}",
+                              remedies="raise max_iter, loosen tol, or raise n_init")
     return {"params": best.state, "run": best, "runs": runs, "fb": e_step(fam, best.state)}
 
 
