@@ -522,7 +522,7 @@ def fit_plsi(
     tempering : float in (0, 1]
         τ of tempered EM (Hofmann 2001): responsibilities ∝ (θ_jk m_k)^τ. 1 is plain EM, the only
         value for which the log-likelihood is guaranteed not to decrease. For the validation-driven
-        schedule of τ use :class:`latentfs.inference.plsa.em.PLSATransformer`.
+        schedule of τ use :class:`latentfs.inference.plsa.transformer.PLSATransformer`.
     max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
     n_restarts : int
         Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.

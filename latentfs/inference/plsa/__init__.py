@@ -1,6 +1,7 @@
 """Probabilistic latent semantic analysis (Monay et al.): the engines of :mod:`latentfs.models.plsa`.
 
-* :mod:`~latentfs.inference.plsa.em` EM and tempered EM, early stopping, fold-in and :class:`PLSATransformer`.
+* :mod:`~latentfs.inference.plsa.em` EM and tempered EM, early stopping, fold-in.
+* :mod:`~latentfs.inference.plsa.transformer` :class:`PLSATransformer` (scikit-learn feature extractor).
 
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
 """
@@ -8,8 +9,9 @@ Importing this package registers every engine of the family with :func:`latentfs
 import importlib
 import pkgutil
 
-from latentfs.inference.plsa.em import PLSATransformer, fold_in, plsa_loglik
+from latentfs.inference.plsa.em import fold_in, plsa_loglik
 from latentfs.inference.plsa.estimator import PLSAEstimator
+from latentfs.inference.plsa.transformer import PLSATransformer
 
 __all__ = [
     "PLSAEstimator",

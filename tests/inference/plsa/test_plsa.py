@@ -10,7 +10,8 @@ import latentfs
 from latentfs.core.data import DataError
 from latentfs.inference.dca.common import prepare
 from latentfs.inference.dca.em import PointState, plsi_step
-from latentfs.inference.plsa.em import PLSATransformer, fold_in, plsa_loglik
+from latentfs.inference.plsa.em import fold_in, plsa_loglik
+from latentfs.inference.plsa.transformer import PLSATransformer
 from latentfs.models.dca import DirichletDCA
 from latentfs.models.plsa import PLSA, tokens_from_counts
 
