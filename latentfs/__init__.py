@@ -13,7 +13,7 @@ Examples
 >>> latentfs.word_importance(result).top(3)  # doctest: +SKIP
 """
 
-from latentfs.core.data import DataError, DataWarning
+from latentfs.core.data import DataError, DataWarning, as_continuous, as_counts
 from latentfs.core.driver import ConvergenceWarning, InterruptedFitWarning
 from latentfs.core.registry import fit, methods_for
 from latentfs.core.results import Posterior, load
@@ -81,6 +81,8 @@ __all__ = [
     "PLSATransformer",
     "Posterior",
     "__version__",
+    "as_continuous",
+    "as_counts",
     "communalities",
     "fit",
     "hdda_feature_weights",

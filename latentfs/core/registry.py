@@ -13,7 +13,7 @@ from typing import Any
 
 from latentfs.core.data import DataError
 
-__all__ = ["fit", "register", "methods_for"]
+__all__ = ["data_kind", "fit", "register", "methods_for"]
 
 _ENGINES: dict[tuple[type, str], Callable[..., Any]] = {}
 
@@ -45,7 +45,11 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
     method : str, optional
         Engine name; defaults to the model's ``default_method``.
     **options
-        Passed to the engine (``seed``, ``max_iter``, ``num_samples``…; see each engine's docstring).
+        Passed to the engine (``seed``, ``max_iter``, ``num_samples``…; see each engine's docstring), except
+        the names of the data's axes, which work with every container (numpy, scipy.sparse, torch,
+        pandas): ``feature_names=`` for the columns and ``document_names=`` (count models) or
+        ``sample_names=`` (continuous models) for the rows. They label the result's ArviZ coordinates and
+        feature weights; duplicates are refused. A pandas DataFrame carries its own names.
 
     Examples
     --------
@@ -55,6 +59,11 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
     >>> result = latentfs.fit(model, X, method="vb", seed=0, max_iter=50, warn=False)
     >>> result.samples("topic_word").shape
     (1, 200, 2, 12)
+    >>> import scipy.sparse as sp
+    >>> vocab = [f"word{j}" for j in range(12)]
+    >>> named = latentfs.fit(model, sp.csr_matrix(X), method="vb", feature_names=vocab, seed=0, warn=False)
+    >>> named.coords["feature"][:2]
+    ['word0', 'word1']
     """
     _load_engines()
     if method is None:
@@ -63,15 +72,69 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
         raise DataError(
             f"model must be a model instance, not the class {model.__name__}; write {model.__name__}(n_components)."
         )
+    names = {k: options.pop(k) for k in _NAME_OPTIONS if k in options}
     for cls in type(model).__mro__:
         engine = _ENGINES.get((cls, method))  # type: ignore[arg-type]
         if engine is not None:
             _check_options(engine, options, type(model).__name__, method)  # type: ignore[arg-type]
+            if names:
+                data = _with_names(model, data, names, options)
             return engine(model, data, **options)
     available = methods_for(model)
     if not available:
         raise DataError(f"model must be a latentfs model with registered engines; got {type(model).__name__}.")
     raise DataError(f"method must be one of {available} for {type(model).__name__}; got {method!r}.")
+
+
+_NAME_OPTIONS = ("feature_names", "document_names", "sample_names")
+
+
+def data_kind(model: Any) -> str:
+    """What a model's data are: ``"counts"`` (documents × words), ``"continuous"`` (samples × features)
+    or ``"sequences"``. A model class may declare it as ``data_kind``; the built-in families are known."""
+    kind = getattr(model, "data_kind", None)
+    if kind is not None:
+        return str(kind)
+    from latentfs.models import PLSA, CategoricalHMM, GaussianHMM
+    from latentfs.models.dca import _DCABase
+
+    if isinstance(model, (_DCABase, PLSA)):
+        return "counts"
+    if isinstance(model, (GaussianHMM, CategoricalHMM)):
+        return "sequences"
+    return "continuous"
+
+
+def _with_names(model: Any, data: Any, names: dict[str, Any], options: dict[str, Any]) -> Any:
+    """Attach axis names to ``data`` with the validator of the model's data kind, applying the engine's own
+    rule for empty documents (count engines take a named matrix as validated); continuous engines
+    validate the named matrix again with their own rules."""
+    from latentfs.core.data import as_continuous, as_counts
+
+    kind = data_kind(model)
+    model_name = type(model).__name__
+    if kind == "sequences":
+        raise DataError(
+            f"{sorted(names)} are not options for {model_name}: its data are sequences, not a named matrix. "
+            "Drop the names; pass sequences (and lengths) as the engine's docstring says."
+        )
+    rows, wrong = ("document_names", "sample_names") if kind == "counts" else ("sample_names", "document_names")
+    if wrong in names:
+        raise DataError(
+            f"{wrong} is not an option for {model_name}: its rows are named with {rows}= "
+            f"({'documents of a count matrix' if kind == 'counts' else 'samples of a continuous matrix'}). "
+            f"Write {rows}=… instead."
+        )
+    if kind == "counts":
+        return as_counts(
+            data,
+            empty_documents=options.get("empty_documents", "error"),
+            document_names=names.get("document_names"),
+            feature_names=names.get("feature_names"),
+        )
+    return as_continuous(
+        data, missing="allow", sample_names=names.get("sample_names"), feature_names=names.get("feature_names")
+    )
 
 
 def engine_options(engine: Callable[..., Any]) -> list[str] | None:
