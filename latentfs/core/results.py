@@ -297,7 +297,19 @@ class Posterior:
         return self
 
     # ------------------------------------------------------------------ convergence
-    def check_convergence(self, sites: Iterable[str] | None = None, *, warn: bool = True) -> dict[str, Any]:
+    def _site_list(self, sites: Iterable[str] | str | None, default: Iterable[str]) -> list[str]:
+        """``sites`` as a list of known sites: one name is one site (not its characters)."""
+        if sites is None:
+            return list(default)
+        chosen = [sites] if isinstance(sites, str) else list(sites)
+        unknown = [s for s in chosen if s not in self.sites]
+        if unknown:
+            raise DataError(
+                f"sites must name sites of this result {self.sites}; got {unknown!r}. Pass one name or a list."
+            )
+        return chosen
+
+    def check_convergence(self, sites: Iterable[str] | str | None = None, *, warn: bool = True) -> dict[str, Any]:
         """Rank-normalised split-R̂ and bulk / tail ESS of the sampled sites (ArviZ), after relabelling.
 
         Stored in ``diagnostics["convergence"]`` as ``{site: {"r_hat_max", "ess_bulk_min", "ess_tail_min",
@@ -313,7 +325,7 @@ class Posterior:
         from latentfs.core.driver import ConvergenceWarning
 
         out: dict[str, Any] = {}
-        names = [s for s in (sites if sites is not None else self._draws) if s in self._draws]
+        names = [s for s in self._site_list(sites, self._draws) if s in self._draws]
         for site in names:
             x = np.asarray(self._draws[site], dtype=np.float64)
             chains, n = x.shape[:2]
@@ -375,7 +387,7 @@ class Posterior:
             raise DataError(f"rhat needs draws from a sampler; site {site!r} comes from {self.method!r}.")
         return split_rhat(self._draws[site])
 
-    def summary(self, sites: Iterable[str] | None = None, *, max_entries: int = 200, level: float = 0.9) -> Any:
+    def summary(self, sites: Iterable[str] | str | None = None, *, max_entries: int = 200, level: float = 0.9) -> Any:
         """A pandas DataFrame: kind, mean, sd, equal-tailed interval and (for samplers) split-R̂ per entry.
 
         A point estimate (``kind == "point"``) has no sd and no interval (NaN): it is not a distribution.
@@ -387,7 +399,7 @@ class Posterior:
 
         _check_level(level)
         rows = []
-        for site in sites if sites is not None else self.sites:
+        for site in self._site_list(sites, self.sites):
             x = self.samples(site)
             flat = x.reshape(x.shape[0], x.shape[1], -1)
             mean = flat.mean(axis=(0, 1))

@@ -228,3 +228,13 @@ def test_ctrl_c_ends_every_restart_not_just_the_current_one(family):
             latentfs.fit(latentfs.GaussianMixture(2), X, method="em", seed=0, n_init=5, short_iter=0,
                          callback=callback)
     assert calls["starts"] == 2
+
+
+def test_one_site_name_is_one_site_not_its_characters():
+    model = latentfs.DirichletDCA(2)
+    X = model.simulate(n_documents=20, n_features=8, doc_length=30, seed=0)["counts"]
+    result = latentfs.fit(model, X, method="vb", seed=0, warn=False)
+    table = result.summary(sites="topic_word")
+    assert len(table) == 2 * 8  # every entry of topic_word, nothing else
+    with pytest.raises(DataError, match=r"sites must name sites of this result.*'nope'.*Pass one name or a list"):
+        result.summary(sites=["nope"])
