@@ -1,0 +1,119 @@
+"""The conformance harness :mod:`latentfs.testing`: each check passes on engines that keep the promise and
+fails, with its message, on one that does not."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyro
+import pyro.distributions as dist
+import pytest
+import torch
+
+import latentfs
+from latentfs import testing
+
+
+def _normal_model(x):
+    mu = pyro.sample("mu", dist.Normal(0.0, 2.0))
+    with pyro.plate("n", x.shape[0]):
+        pyro.sample("x", dist.Normal(mu, 1.0), obs=x)
+
+
+def test_pyro_log_density_matches_the_closed_form():
+    x = torch.tensor([0.5, -1.0, 2.0])
+    mu = 0.3
+    expected = -0.5 * (mu / 2.0) ** 2 - math.log(2.0 * math.sqrt(2 * math.pi))
+    expected += sum(-0.5 * (float(v) - mu) ** 2 - 0.5 * math.log(2 * math.pi) for v in x)
+    got = testing.pyro_log_density(_normal_model, {"mu": torch.tensor(mu)}, x)
+    assert got == pytest.approx(expected, rel=1e-12)
+    only_x = testing.pyro_log_density(_normal_model, {"mu": torch.tensor(mu)}, x, sites=["x"])
+    assert only_x == pytest.approx(expected + 0.5 * (mu / 2.0) ** 2 + math.log(2.0 * math.sqrt(2 * math.pi)))
+
+
+def test_pyro_log_density_refuses_an_unconditioned_latent():
+    with pytest.raises(AssertionError, match="site 'mu' of the model was sampled"):
+        testing.pyro_log_density(_normal_model, {}, torch.zeros(2))
+
+
+def test_pyro_log_density_leaves_the_callers_random_state_alone():
+    np.random.seed(123)
+    before = np.random.get_state()[1].copy()
+    testing.pyro_log_density(_normal_model, {"mu": torch.tensor(0.0)}, torch.zeros(2))
+    assert np.array_equal(np.random.get_state()[1], before)
+
+
+def test_the_dca_log_joint_is_checked_against_the_model():
+    """The harness oracle on a real model: DirichletDCA's bag form at a point, against hand-written
+    Dirichlet and multinomial densities."""
+    from scipy import stats
+
+    model = latentfs.DirichletDCA(2, alpha=0.5, gamma=0.3)
+    X = np.array([[3, 0, 1], [0, 2, 2]])
+    theta = np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]])
+    m = np.array([[0.7, 0.3], [0.1, 0.9]])
+    values = {"doc_topic": torch.as_tensor(m), "topic_word": torch.as_tensor(theta)}
+    got = testing.pyro_log_density(model.model, values, torch.as_tensor(X, dtype=torch.float64))
+    expected = sum(stats.dirichlet.logpdf(r, [0.5, 0.5]) for r in m)
+    expected += sum(stats.dirichlet.logpdf(r, [0.3] * 3) for r in theta)
+    expected += sum(stats.multinomial.logpmf(x, n=x.sum(), p=p) for x, p in zip(X, m @ theta, strict=True))
+    assert got == pytest.approx(expected, rel=1e-10)
+
+
+def test_z_test_rate_and_message():
+    assert testing.false_alarm_rate(4.5) == pytest.approx(6.795e-6, rel=1e-3)
+    testing.z_test(1.04, 1.0, 0.01)
+    with pytest.raises(AssertionError, match=r"differs from 1 by 5 standard errors"):
+        testing.z_test(1.05, 1.0, 0.01)
+
+
+def test_chi2_test_accepts_exact_draws_and_rejects_biased_ones():
+    rng = np.random.default_rng(0)
+    p = np.array([0.5, 0.3, 0.15, 0.05])
+    # correct draws: rejected with probability alpha = 1e-4 (fixed seed)
+    testing.chi2_test(np.bincount(rng.choice(4, 4000, p=p), minlength=4), p)
+    biased = np.bincount(rng.choice(4, 4000, p=[0.45, 0.35, 0.15, 0.05]), minlength=4)
+    with pytest.raises(AssertionError, match="do not follow the exact distribution"):
+        testing.chi2_test(biased, p)
+
+
+@pytest.fixture(scope="module")
+def counts():
+    return latentfs.DirichletDCA(2).simulate(n_documents=30, n_features=10, doc_length=40, seed=0)["counts"]
+
+
+def test_check_reproducible_passes_for_seeded_engines_and_catches_an_ignored_seed(counts):
+    model = latentfs.DirichletDCA(2)
+    testing.check_reproducible(lambda s: latentfs.fit(model, counts, method="vb", seed=s, warn=False))
+    with pytest.raises(AssertionError, match="the seed is ignored"):
+        testing.check_reproducible(lambda s: latentfs.fit(model, counts, method="vb", seed=0, warn=False))
+
+
+@pytest.mark.parametrize("family", ["dca_vb"])
+def test_check_interruptible(counts, family):
+    if family == "dca_vb":
+        result = testing.check_interruptible(
+            lambda cb: latentfs.fit(latentfs.DirichletDCA(2), counts, method="vb", seed=0, callback=cb)
+        )
+    else:
+        rng = np.random.default_rng(0)
+        z = rng.normal(size=(80, 1))
+        Y = z * [1.0, 0.8, 0.6, 0.9] + 0.5 * rng.normal(size=(80, 4))
+        model = latentfs.GaussianMixture(2) if family == "mixture_em" else latentfs.FactorAnalysis(1)
+        result = testing.check_interruptible(lambda cb: latentfs.fit(model, Y, method="em", seed=0, callback=cb))
+    testing.check_result_contract(result, save=False)
+
+
+@pytest.mark.parametrize("method", ["vb", "collapsed_gibbs", "plsi_em"])
+def test_check_result_contract(counts, method):
+    options = {"num_warmup": 20, "num_samples": 20} if method == "collapsed_gibbs" else {}
+    result = latentfs.fit(latentfs.DirichletDCA(2), counts, method=method, seed=0, warn=False, **options)
+    testing.check_result_contract(result)
+
+
+def test_check_estimator_runs_sklearns_checks():
+    records = testing.check_estimator(latentfs.FactorAnalyzer(1, max_iter=200))
+    assert any(r["check_name"] == "check_fit_idempotent" and r["status"] == "passed" for r in records)
+    with pytest.raises(AssertionError, match="at most two expected failures"):
+        testing.check_estimator(latentfs.FactorAnalyzer(1), expected_failed={"a": "x", "b": "y", "c": "z"})
