@@ -1,0 +1,321 @@
+"""Option checking: one rule and one style of message for every option of every entry point.
+
+Every engine, estimator and the command line check their options here: :func:`check_int`,
+:func:`check_float`, :func:`check_seed` (with :func:`as_rng`), :func:`check_dtype`, :func:`check_device`,
+:func:`check_level`, :func:`check_choice`, :func:`check_n_components` and :func:`check_positive`. A bad
+value raises :class:`~latentfs.core.errors.DataError` naming the option, the rule, the value and a remedy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from latentfs.core.errors import DataError
+
+__all__ = [
+    "as_rng",
+    "check_choice",
+    "check_device",
+    "check_dtype",
+    "check_float",
+    "check_int",
+    "check_level",
+    "check_n_components",
+    "check_positive",
+    "check_seed",
+]
+
+
+def check_n_components(n_components: Any, max_allowed: int, *, name: str = "n_components", what: str = "") -> int:
+    """``n_components`` must be an integer in [1, max_allowed]; ``what`` explains the upper limit."""
+    if isinstance(n_components, bool) or not isinstance(n_components, (int, np.integer)):
+        raise DataError(f"{name} must be a positive integer; got {n_components!r}.")
+    if n_components < 1:
+        raise DataError(f"{name} must be at least 1; got {n_components}. Pass a positive number of components.")
+    if n_components > max_allowed:
+        raise DataError(
+            f"{name} must be at most {max_allowed}{' (' + what + ')' if what else ''}; got "
+            f"{n_components}. Choose fewer components."
+        )
+    return int(n_components)
+
+
+def check_positive(
+    value: Any, name: str, *, shape: tuple[int, ...] | None = None, allow_zero: bool = False
+) -> np.ndarray:
+    """A positive scalar or array hyperparameter, broadcast to ``shape``; returns float64 array."""
+    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
+    if arr is None:
+        raise DataError(f"{name} must be a positive number or array; got {value!r}.")
+    if shape is not None:
+        try:
+            arr = np.broadcast_to(arr, shape).copy()
+        except ValueError:
+            raise DataError(f"{name} must be a scalar or have shape {shape}; got shape {arr.shape}.") from None
+    bad = ~np.isfinite(arr) | ((arr < 0) if allow_zero else (arr <= 0))
+    if bad.any():
+        rule = "non-negative" if allow_zero else "positive"
+        raise DataError(f"{name} must be finite and {rule}; got {arr.ravel()[np.flatnonzero(bad.ravel())[0]]}.")
+    return arr
+
+
+def _is_torch_generator(value: Any) -> bool:
+    return type(value).__name__ == "Generator" and type(value).__module__.startswith("torch")
+
+
+def _set(name: str, value: Any) -> str:
+    """How the user writes ``name = value``: ``seed=0`` in Python, ``--seed 0`` for a command-line option."""
+    return f"{name} {value}" if name.startswith("-") else f"{name}={value!r}"
+
+
+def check_seed(seed: Any, *, name: str = "seed") -> Any:
+    """A random seed: None (fresh entropy), an int ≥ 0, a numpy ``Generator`` or ``SeedSequence``, or a
+    ``torch.Generator``; returned unchanged (an int as a Python int).
+
+    Floats (even 2.0), negative ints, booleans and strings are refused: numpy would truncate 1.5 to 1 or
+    fail on -1 deep inside.
+
+    Examples
+    --------
+    >>> check_seed(3)
+    3
+    >>> check_seed(1.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: seed must be an int ≥ 0, None, ...; got 1.5 (float). ...
+    """
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence)) or _is_torch_generator(seed):
+        return seed
+    rule = "must be an int ≥ 0, None, a numpy Generator/SeedSequence or a torch.Generator"
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise DataError(
+            f"{name} {rule}; got {seed!r} ({type(seed).__name__}). Pass an integer such as {_set(name, 0)} "
+            "(or None for a fresh random start)."
+        )
+    if seed < 0:
+        fix = f"Pass a non-negative integer, e.g. {_set(name, abs(int(seed)))}."
+        raise DataError(f"{name} {rule}; got {int(seed)}. {fix}")
+    return int(seed)
+
+
+def as_rng(seed: Any) -> np.random.Generator:
+    """A numpy Generator from ``seed`` (checked by :func:`check_seed`): an int ≥ 0, None (fresh entropy), a
+    numpy Generator (returned as is), a SeedSequence, or a torch.Generator (one draw from it seeds the numpy
+    generator). Public functions accept any of these.
+
+    Examples
+    --------
+    >>> int(as_rng(3).integers(10)) == int(as_rng(3).integers(10))
+    True
+    """
+    seed = check_seed(seed)
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if _is_torch_generator(seed):
+        import torch
+
+        return np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=seed)))
+    return np.random.default_rng(seed)
+
+
+def check_int(
+    name: str, value: Any, *, low: int | None = None, high: int | None = None, remedy: str = ""
+) -> int:
+    """An integer option in ``[low, high]`` (either bound optional); returns a Python int.
+
+    Booleans and floats are refused, even integral ones (``max_iter=1e3``): say ``1000``.
+
+    Examples
+    --------
+    >>> check_int("max_iter", 50, low=1)
+    50
+    >>> check_int("max_iter", 0, low=1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: max_iter must be an integer ≥ 1; got 0. ...
+    """
+    rule = _interval_rule("an integer", low, high)
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        integral = isinstance(value, (float, np.floating)) and float(value).is_integer()
+        hint = f" Write {int(value)} instead." if integral else ""
+        raise DataError(f"{name} must be {rule}; got {value!r} ({type(value).__name__}).{hint} {remedy}".rstrip())
+    if (low is not None and value < low) or (high is not None and value > high):
+        fix = remedy or f"Pass a value in that range, e.g. {_set(name, low if low is not None else high)}."
+        raise DataError(f"{name} must be {rule}; got {int(value)}. {fix}")
+    return int(value)
+
+
+def _interval_rule(what: str, low: Any, high: Any, low_open: bool = False, high_open: bool = False) -> str:
+    if low is not None and high is not None:
+        return f"{what} in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{what} {'>' if low_open else '≥'} {low:g}"
+    if high is not None:
+        return f"{what} {'<' if high_open else '≤'} {high:g}"
+    return what
+
+
+def check_float(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    allow_nan: bool = False,
+    low_open: bool = False,
+    high_open: bool = False,
+    remedy: str = "",
+) -> float:
+    """A real option in the interval from ``low`` to ``high`` (closed unless ``low_open``/``high_open``);
+    returns a Python float. NaN is refused unless ``allow_nan``; ±inf only passes when no bound excludes it.
+
+    Examples
+    --------
+    >>> check_float("tol", 1e-6, 0)
+    1e-06
+    >>> check_float("tol", float("nan"), 0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: tol must be a number ≥ 0; got nan. ...
+    """
+    rule = _interval_rule("a number", low, high, low_open, high_open)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise DataError(f"{name} must be {rule}; got {value!r} ({type(value).__name__}). {remedy}".rstrip())
+    v = float(value)
+    fix = remedy or "Pass a finite number in that range."
+    if np.isnan(v):
+        if allow_nan:
+            return v
+        raise DataError(f"{name} must be {rule}; got nan. {fix}")
+    too_low = low is not None and (v <= low if low_open else v < low)
+    too_high = high is not None and (v >= high if high_open else v > high)
+    if too_low or too_high or (np.isinf(v) and low is None and high is None):
+        raise DataError(f"{name} must be {rule}; got {v:g}. {fix}")
+    return v
+
+
+def check_level(level: Any, *, name: str = "level") -> float:
+    """A credible or confidence level strictly between 0 and 1 (0.9 means a 90% band).
+
+    Examples
+    --------
+    >>> check_level(0.9)
+    0.9
+    """
+    return check_float(name, level, 0.0, 1.0, low_open=True, high_open=True,
+                       remedy="Use e.g. 0.9 for a 90% band (not 90).")
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
+    """``value`` must be one of ``choices`` (compared with ``==``; a string is never read as a sequence)."""
+    try:
+        ok = any(isinstance(value, str) == isinstance(c, str) and bool(value == c) for c in choices)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        import difflib
+
+        close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise DataError(f"{name} must be one of {list(choices)}; got {value!r}.{hint}")
+    return value
+
+
+_DTYPES = {"float64": "float64", "double": "float64", "float32": "float32", "float": "float32"}
+
+
+def check_dtype(dtype: Any, *, name: str = "dtype") -> Any:
+    """A floating torch dtype for an engine's arithmetic: ``torch.float64`` or ``torch.float32``.
+
+    Also accepts the strings ``"float64"``/``"float32"`` and numpy's float64/float32 (converted). Integer,
+    complex and half-precision dtypes are refused (the engines need lgamma/digamma and sums that half
+    precision cannot carry).
+
+    Examples
+    --------
+    >>> import torch
+    >>> check_dtype("float32") is torch.float32
+    True
+    """
+    import torch
+
+    allowed = {torch.float64, torch.float32}
+    if isinstance(dtype, torch.dtype):
+        if dtype in allowed:
+            return dtype
+    else:
+        key: str | None = None
+        if isinstance(dtype, str):
+            key = _DTYPES.get(dtype.removeprefix("torch."))
+        elif not isinstance(dtype, bool):
+            try:
+                np_dtype = np.dtype(dtype)
+            except TypeError:
+                np_dtype = None
+            if np_dtype is not None and np_dtype.kind == "f":
+                key = _DTYPES.get(np_dtype.name)
+        if key is not None:
+            return getattr(torch, key)
+    raise DataError(
+        f"{name} must be torch.float64 or torch.float32; got {dtype!r}. Pass dtype=torch.float64 (the "
+        "default, most accurate) or torch.float32 (half the memory); integer and half-precision dtypes cannot "
+        "hold the engines' intermediate values."
+    )
+
+
+def check_device(device: Any, *, name: str = "device") -> Any:
+    """A torch device that exists here: ``"cpu"``, ``"cuda"``/``"cuda:N"`` when CUDA is available, ``"mps"``
+    when available; returns a ``torch.device``.
+
+    The ``meta`` device (no data) is refused, as are unknown names (``"gpu0"``) and accelerators this torch
+    build or machine does not have, each with the remedy.
+
+    Examples
+    --------
+    >>> check_device("cpu")
+    device(type='cpu')
+    """
+    import torch
+
+    if isinstance(device, bool) or not isinstance(device, (str, torch.device)):
+        raise DataError(
+            f"{name} must be a device name such as 'cpu' or 'cuda:0', or a torch.device; got {device!r} "
+            f"({type(device).__name__})."
+        )
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise DataError(
+            f"{name} must be a torch device name such as 'cpu', 'cuda' or 'cuda:0'; got {device!r}. "
+            "Write 'cuda:0' for the first GPU, or 'cpu'."
+        ) from None
+    if dev.type == "cpu":
+        return dev
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DataError(
+                f"{name} is {str(device)!r} but CUDA is not available here (this torch build has "
+                f"{'no CUDA support' if torch.version.cuda is None else 'no visible GPU'}). Pass {_set(name, 'cpu')}, "
+                "or install a CUDA build of torch on a machine with a GPU."
+            )
+        count = torch.cuda.device_count()
+        if dev.index is not None and dev.index >= count:
+            raise DataError(
+                f"{name} is {str(device)!r} but only {count} CUDA device(s) are visible (cuda:0…cuda:{count - 1}). "
+                "Pick one of those."
+            )
+        return dev
+    if dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise DataError(f"{name} is 'mps' but the MPS backend is not available here. Pass {_set(name, 'cpu')}.")
+        return dev
+    if dev.type == "meta":
+        raise DataError(
+            f"{name} must be a device that holds data; got 'meta' (shapes only, no values). Pass "
+            f"{_set(name, 'cpu')} or 'cuda'."
+        )
+    raise DataError(f"{name} must be 'cpu', 'cuda', 'cuda:N' or 'mps'; got {device!r}. Pass {_set(name, 'cpu')}.")
