@@ -181,10 +181,10 @@ def bench_sparse_svm(n_features: int, r: int, repeats: int) -> None:
                                                 step=0.5).fit(Xtr, ytr), lambda s, Z: s.transform(Z))
     run("SelectKBest(chi2)", lambda: SelectKBest(chi2, k=r).fit(Xtr, ytr), lambda s, Z: s.transform(Z))
     run("leverage, unsupervised (rand. SVD k=50, iid)",
-        lambda: LeverageScoreSelector(r, n_clusters=50, svd="randomized", seed=0).fit(Xtr),
+        lambda: LeverageScoreSelector(r, n_components=50, svd="randomized", seed=0).fit(Xtr),
         lambda s, Z: s.transform(Z))
     run("leverage, unsupervised (top-r)",
-        lambda: LeverageScoreSelector(r, n_clusters=50, svd="randomized", scheme="top", seed=0).fit(Xtr),
+        lambda: LeverageScoreSelector(r, n_components=50, svd="randomized", scheme="top", seed=0).fit(Xtr),
         lambda s, Z: s.transform(Z))
     run("leverage, supervised (SVs, iid)",
         lambda: SVMFeatureSelector(r, method="leverage", mode="supervised", svm="linear_svc", seed=0).fit(Xtr, ytr),

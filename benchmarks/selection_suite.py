@@ -74,7 +74,7 @@ SELECTORS: dict[str, Selector] = {
     "PLS-VIP (top k)": lambda X, y, k: _top(vip_scores(X, _onehot(y), 2, n_bootstrap=0).scores, k),
     "forest R&G (shadow t)": lambda X, y, k: _top(forest_relevance(X, y, n_trees=30, seed=0).scores, k),
     "Q-alpha supervised": _nonconstant(lambda X, y, k: _top(SupervisedQAlpha().fit(X, y).weights_.scores, k)),
-    "Q-alpha unsupervised": _nonconstant(lambda X, y, k: _top(QAlpha(n_clusters=min(len(np.unique(y)), 5),
+    "Q-alpha unsupervised": _nonconstant(lambda X, y, k: _top(QAlpha(n_components=min(len(np.unique(y)), 5),
                                                                      max_iter=300).fit(X).weights_.scores, k)),
     "BSS supervised (rank r//4)": lambda X, y, k: SVMFeatureSelector(
         k, method="bss", mode="supervised", svm="linear_svc", seed=0).fit(X, y).get_support(indices=True),

@@ -1,67 +1,236 @@
-"""A minimal base for selectors that follows the scikit-learn estimator conventions without needing it.
+"""The scikit-learn base of the model-free estimators: input checks with :class:`DataError` messages, and the
+selector base.
 
-Subclasses implement ``_fit(X, y) -> FeatureWeights`` (and may set other learned attributes ending in
-``_``); the base provides ``fit``, ``transform``, ``fit_transform``, ``get_support``, ``get_params``
-and ``set_params`` so a selector drops into a scikit-learn ``Pipeline`` when scikit-learn is installed.
-Which features are kept is decided by ``n_features_to_select`` (top k) or ``threshold`` on the scores;
-subclasses with their own selection rule (a sampled subset, say) set ``support_`` themselves.
+Every estimator of :mod:`latentfs.select`, :mod:`latentfs.subspace` and the family estimators that are not
+:class:`~latentfs.core.estimator.LatentEstimator` subclasses (HDDA, HDDC, DCAFeatures, DCAClassifier,
+PLSATransformer) are scikit-learn estimators: :class:`~sklearn.base.BaseEstimator` with the mixin of their
+kind, parameters stored unchanged in ``__init__`` and checked in ``fit``, learned attributes ending in
+``_`` (``n_features_in_``, ``feature_names_in_`` when ``X`` had string column names).
+
+:func:`check_X` is :func:`sklearn.utils.validation.validate_data` with two additions: a DataFrame whose
+columns are the fitted ones in another order is reordered by name (:func:`latentfs.core.estimator.match_columns`;
+missing or extra columns raise), and scikit-learn's ``ValueError`` becomes a :class:`DataError` that keeps
+its text (so scikit-learn's own checks still recognise it) and adds a remedy.
+
+:class:`BaseSelector` is :class:`~sklearn.feature_selection.SelectorMixin` + ``BaseEstimator``: subclasses
+implement ``_fit(X, y) -> FeatureWeights`` (and may set other learned attributes ending in ``_``); the base
+gives ``fit``, ``transform``, ``get_support``, ``get_feature_names_out``, ``inverse_transform`` and
+``set_output``. Which features are kept is decided by ``n_features_to_select`` (top k) or ``threshold`` on
+the scores; subclasses with their own selection rule (a sampled subset, say) set ``_support_from_weights
+= False`` and set ``support_`` themselves.
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Self
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils._set_output import _get_output_config
+from sklearn.utils.validation import assert_all_finite, check_is_fitted, validate_data
 
 from latentfs.core.data import DataError
+from latentfs.core.estimator import match_columns
 from latentfs.core.weights import FeatureWeights
 
-__all__ = ["BaseSelector"]
+__all__ = [
+    "BaseSelector",
+    "NotFittedDataError",
+    "ParamsAsDataError",
+    "check_X",
+    "check_fitted",
+    "check_y_finite",
+    "require_y",
+]
+
+_REMEDY = "Pass a 2-D numeric array (rows = samples) of finite values."
 
 
-class BaseSelector:
-    """Base class: learned ``weights_`` (:class:`FeatureWeights`) and ``support_`` (bool mask)."""
+class NotFittedDataError(DataError, NotFittedError):
+    """An estimator used before ``fit``: both a :class:`DataError` and scikit-learn's ``NotFittedError``."""
+
+
+def check_fitted(estimator: Any, attributes: Any = None, *, call: str = "fit") -> None:
+    """Raise :class:`NotFittedDataError` unless ``estimator`` is fitted (scikit-learn's rule, or ``attributes``)."""
+    try:
+        check_is_fitted(estimator, attributes)
+    except NotFittedError:
+        raise NotFittedDataError(
+            f"this {type(estimator).__name__} is not fitted yet; call {call} first, then use this method."
+        ) from None
+
+
+def require_y(estimator: Any, y: Any, message: str) -> None:
+    """Raise :class:`DataError` with ``message`` when a supervised estimator gets ``y=None``.
+
+    The message is completed with scikit-learn's phrase ("requires y to be passed, but the target y is None").
+    """
+    if y is None:
+        name = type(estimator).__name__
+        raise DataError(f"{message} ({name} requires y to be passed, but the target y is None.)")
+
+
+def check_y_finite(y: Any) -> None:
+    """:class:`DataError` when numeric targets hold NaN or infinite values (scikit-learn's wording kept)."""
+    arr = np.asarray(y)
+    if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        try:
+            assert_all_finite(arr, input_name="y")
+        except ValueError as exc:
+            raise DataError(f"{exc} y must hold finite values: drop or impute those rows.") from None
+
+
+def _n_columns(X: Any) -> int | None:
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2:
+        return int(shape[1])
+    return None
+
+
+def check_X(
+    estimator: Any,
+    X: Any,
+    *,
+    reset: bool,
+    accept_sparse: bool | str | list[str] = False,
+    dtype: Any = np.float64,
+    ensure_all_finite: bool = True,
+    ensure_min_samples: int = 1,
+    ensure_min_features: int = 1,
+    skip_check_array: bool = False,
+) -> Any:
+    """``validate_data(estimator, X, reset=...)`` with :class:`DataError` messages (module docstring).
+
+    With ``reset=False`` (``transform``, ``predict``, ``score``) the columns of a DataFrame are matched by
+    name first, and a wrong number of columns is reported in scikit-learn's words and in ours.
+    """
+    if not reset:
+        X = match_columns(estimator, X)
+        expected = getattr(estimator, "n_features_in_", None)
+        given = _n_columns(X)
+        if expected is not None and given is not None and given != expected:
+            name = type(estimator).__name__
+            raise DataError(
+                f"X has {given} features, but {name} is expecting {expected} features as input: X must have "
+                f"{expected} features (as in fit). Pass the columns used in fit, in the same order."
+            )
+    try:
+        out = validate_data(
+            estimator,
+            X,
+            reset=reset,
+            accept_sparse=accept_sparse,
+            dtype=dtype,
+            ensure_all_finite=False,
+            ensure_min_samples=ensure_min_samples,
+            ensure_min_features=ensure_min_features,
+            skip_check_array=skip_check_array,
+        )
+    except DataError:
+        raise
+    except ValueError as exc:
+        text = str(exc)
+        if text.startswith("Found array with 0 "):
+            raise DataError(f"X is empty: {text} Pass at least one row and one feature.") from None
+        raise DataError(f"{text} {_REMEDY}") from None
+    if ensure_all_finite and not skip_check_array:
+        _check_finite(out)
+    return out
+
+
+def _check_finite(X: Any) -> None:
+    """:class:`DataError` naming the first NaN or infinite entry (row and column)."""
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    if values.dtype.kind not in "fc" or np.isfinite(values).all():
+        return
+    if sp.issparse(X):
+        coo = sp.coo_matrix(X)
+        i = int(np.flatnonzero(~np.isfinite(coo.data))[0])
+        r, c, v = int(coo.row[i]), int(coo.col[i]), coo.data[i]
+    else:
+        r, c = (int(k) for k in np.argwhere(~np.isfinite(values))[0])
+        v = values[r, c]
+    kind = "NaN" if np.isnan(v) else "infinite (inf)"
+    raise DataError(
+        f"X must not contain NaN or infinite values; row {r} column {c} is {kind}. Impute or drop the missing "
+        "values first."
+    )
+
+
+class ParamsAsDataError:
+    """``set_params`` that names an unknown parameter with a :class:`DataError` (listing the valid ones)."""
+
+    def set_params(self, **params: Any) -> Any:
+        valid = self.get_params(deep=True)  # type: ignore[attr-defined]
+        for key in params:
+            if key.split("__", 1)[0] not in valid:
+                names = sorted(k for k in valid if "__" not in k)
+                raise DataError(
+                    f"{type(self).__name__} has no parameter {key!r} (unknown parameter {key!r}); valid: {names}."
+                )
+        return super().set_params(**params)  # type: ignore[misc]
+
+
+class BaseSelector(ParamsAsDataError, SelectorMixin, BaseEstimator):
+    """Base class of the selectors: learned ``weights_`` (:class:`FeatureWeights`) and ``support_`` (bool mask).
+
+    Class attributes a subclass may set: ``_requires_y`` (supervised), ``_accept_sparse`` (scipy.sparse
+    input kept sparse), ``_positive_only`` (non-negative input, e.g. counts), ``_min_samples``, ``_min_features``,
+    ``_support_from_weights`` (False when ``_fit`` sets ``support_`` itself).
+    """
 
     weights_: FeatureWeights
     support_: np.ndarray
     n_features_in_: int
 
-    # --- scikit-learn parameter protocol -------------------------------------------------------
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [
-            p.name
-            for p in sig.parameters.values()
-            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        ]
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params: Any) -> Self:
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise DataError(f"{type(self).__name__} has no parameter {key!r}; valid: {valid}.")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+    _requires_y = False
+    _accept_sparse: bool | str = False
+    _positive_only = False
+    _min_samples = 1
+    _min_features = 1
+    _support_from_weights = True
 
     # --- fitting ---------------------------------------------------------------------------------
     def _fit(self, X: Any, y: Any) -> FeatureWeights:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _fit_input(self, X: Any) -> Any:
+        """Check ``X`` in ``fit`` (shape, type, numbers) and set ``n_features_in_``/``feature_names_in_``.
+
+        NaN and infinite entries pass through to the estimator's own check, which names the row and column.
+        A DataFrame is passed on as given (its column names become the weights' feature names).
+        """
+        checked = check_X(
+            self, X, reset=True, accept_sparse="csr" if self._accept_sparse else False,
+            ensure_all_finite=False, ensure_min_samples=self._min_samples, ensure_min_features=self._min_features,
+        )
+        if self._positive_only:
+            data = checked.data if sp.issparse(checked) else checked
+            negative = data < 0
+            if negative.any():
+                raise DataError(
+                    f"Negative values in data passed to {type(self).__name__}: X must hold non-negative values "
+                    f"(counts); its smallest entry is {float(data[negative].min()):g}. Pass raw counts, not centred "
+                    "or log-transformed values."
+                )
+        return X if hasattr(X, "iloc") else checked
+
     def fit(self, X: Any, y: Any = None) -> Self:
-        weights = self._fit(X, y)
+        """Score the features of ``X`` (with labels or responses ``y`` where the selector needs them).
+
+        Returns
+        -------
+        self
+        """
+        for name in ("support_", "weights_"):
+            self.__dict__.pop(name, None)
+        Xc = self._fit_input(X)
+        weights = self._fit(Xc, y)
         self.weights_ = weights
-        self.n_features_in_ = weights.n_features
-        if not hasattr(self, "support_") or getattr(self, "_support_from_weights", True):
+        if self._support_from_weights or not hasattr(self, "support_"):
             self.support_ = self._support_from(weights)
         return self
 
@@ -71,31 +240,45 @@ class BaseSelector:
         if k is None and threshold is None:
             return np.ones(weights.n_features, dtype=bool)
         if k is not None:
+            n = weights.n_features
+            if not isinstance(k, bool) and isinstance(k, (int, np.integer)) and k > n:
+                raise DataError(
+                    f"n_features_to_select must be at most the number of features (n_features = {n}); got {k}. "
+                    "Select fewer features."
+                )
             return weights.support(k)
         return weights.support(threshold=threshold)
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "support_"):
-            raise DataError(f"{type(self).__name__} is not fitted yet; call fit(X, y) first.")
+    # --- scikit-learn selector protocol -------------------------------------------------------------
+    def _get_support_mask(self) -> np.ndarray:
+        check_fitted(self, "support_")
+        return self.support_.copy()
 
-    def get_support(self, indices: bool = False) -> np.ndarray:
-        self._check_fitted()
-        return np.flatnonzero(self.support_) if indices else self.support_.copy()
+    def _check_fitted(self) -> None:
+        check_fitted(self, "support_")
 
     def transform(self, X: Any) -> Any:
-        self._check_fitted()
-        n = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
-        if n != self.n_features_in_:
-            raise DataError(
-                f"X must have {self.n_features_in_} features (as in fit); got shape "
-                f"{getattr(X, 'shape', None)}."
-            )
-        cols = np.flatnonzero(self.support_)
-        if sp.issparse(X):
-            return sp.csr_matrix(X)[:, cols]
-        if hasattr(X, "iloc"):
-            return X.iloc[:, cols]
-        return np.asarray(X)[:, cols]
+        """The selected columns of ``X`` (DataFrame columns matched by name to those seen in ``fit``)."""
+        check_fitted(self, "support_")
+        keep_frame = _get_output_config("transform", estimator=self)["dense"] != "default" and hasattr(X, "iloc")
+        X = check_X(
+            self, X, reset=False, accept_sparse="csr", dtype=None, skip_check_array=keep_frame,
+        )
+        return self._transform(X)
 
-    def fit_transform(self, X: Any, y: Any = None) -> Any:
-        return self.fit(X, y).transform(X)
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = bool(self._accept_sparse)
+        tags.input_tags.positive_only = self._positive_only
+        tags.target_tags.required = self._requires_y
+        tags.non_deterministic = False
+        return tags
+
+
+def rescaled(X: Any, scale: np.ndarray) -> Any:
+    """``X`` (the selected columns) times ``scale`` per column, sparse kept sparse, DataFrames kept frames."""
+    if sp.issparse(X):
+        return sp.csr_matrix(X.multiply(scale[None, :]))
+    if hasattr(X, "iloc"):
+        return X * scale
+    return np.asarray(X) * scale

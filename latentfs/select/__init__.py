@@ -4,7 +4,8 @@
 from latentfs.select.bss import SVMFeatureSelector
 from latentfs.select.forest import ForestRelevanceSelector, forest_relevance
 from latentfs.select.leverage import LeverageScoreSelector
-from latentfs.select.q_alpha import KernelQAlpha, QAlpha, SupervisedQAlpha
+from latentfs.select.q_alpha import QAlpha, SupervisedQAlpha
+from latentfs.select.q_alpha_kernel import KernelQAlpha
 from latentfs.select.scores import TextScoreSelector, text_feature_scores
 
 __all__ = [

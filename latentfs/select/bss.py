@@ -28,9 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from latentfs.core.base import BaseSelector
+from latentfs.core.base import BaseSelector, require_y, rescaled
 from latentfs.core.data import DataError, as_labels
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.leverage import (
@@ -372,7 +371,25 @@ class SVMFeatureSelector(BaseSelector):
         where BSS cannot run because ℓ ≥ r (e.g. #SV ≥ d, any n > d data set unsupervised): then the top
         max(1, r // 4). The value used is ``rank_used_``.
     rescale : bool
-    seed : int or Generator, optional
+    seed : int, Generator or None, default 0
+        Randomness of the sketch, the sampling and ``svd="randomized"``.
+
+    Attributes
+    ----------
+    weights_ : FeatureWeights
+        Leverage scores of the matrix used.
+    support_ : ndarray of bool (n_features,)
+    scale_ : ndarray (n_selected,)
+    sample_indices_, sample_weights_ : ndarray
+        The picks before merging duplicates.
+    support_vector_indices_ : ndarray of int
+        Rows used (all rows in the unsupervised mode).
+    gram_deviation_ : float
+        ``‖E‖₂`` of the selection.
+    rank_used_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Why relevant features are often missed (the issue's Table 1 check): BSS and leverage sampling
     preserve the geometry of the *whole* row space of the matrix sampled — ℓ = #SV directions in the
@@ -396,11 +413,12 @@ class SVMFeatureSelector(BaseSelector):
     """
 
     _support_from_weights = False
+    _accept_sparse = True
     rank_used_: int
 
-    def __init__(self, n_features_to_select: int, *, method: str = "bss", mode: str = "unsupervised",
+    def __init__(self, n_features_to_select: int = 10, *, method: str = "bss", mode: str = "unsupervised",
                  scheme: str = "iid", sketch_size: int = 128, svd: str = "exact", C: float = 1.0,
-                 svm: str = "svc", rank: int | None = None, rescale: bool = True, seed: Any = None) -> None:
+                 svm: str = "svc", rank: int | None = None, rescale: bool = True, seed: Any = 0) -> None:
         self.n_features_to_select = n_features_to_select
         self.rank = rank
         self.method = method
@@ -427,9 +445,8 @@ class SVMFeatureSelector(BaseSelector):
         rng = _rng(self.seed)
         rows = np.arange(A.shape[0])
         if self.mode == "supervised":
-            if y is None:
-                raise DataError("y is required for mode='supervised'; pass the class labels, or use "
-                                "mode='unsupervised'.")
+            require_y(self, y, "y is required for mode='supervised'; pass the class labels, or use "
+                               "mode='unsupervised'")
             codes, _ = as_labels(y, A.shape[0])
             rows = _support_vectors(A, codes, float(self.C), self.svm)
         Asub = A[rows]
@@ -447,9 +464,6 @@ class SVMFeatureSelector(BaseSelector):
                                     "E_norm": self.gram_deviation_,
                                     "definition": "leverage p_i = ||V_(i)||^2 / rank (Paul et al. §3.2)"})
 
-    def transform(self, X: Any) -> Any:
-        out = super().transform(X)
-        if not self.rescale:
-            return out
-        return out.multiply(self.scale_[None, :]).tocsr() if sp.issparse(out) else np.asarray(out) * self.scale_
-
+    def _transform(self, X: Any) -> Any:
+        out = super()._transform(X)
+        return rescaled(out, self.scale_) if self.rescale else out

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from latentfs.core.base import BaseSelector
+from latentfs.core.base import BaseSelector, require_y
 from latentfs.core.data import DataError, as_continuous, as_labels, as_rng
 from latentfs.core.weights import FeatureWeights
 
@@ -421,8 +421,25 @@ def forest_relevance(
 class ForestRelevanceSelector(BaseSelector):
     """Select features by Rogers & Gunn's RF Thr (``mode="thr"``) or RF HT (``mode="ht"``, level ``gamma``).
 
-    ``null``, ``correction`` and ``n_null_draws`` are passed to :func:`forest_relevance`; the default
-    shadow null is calibrated and works for any number of classes.
+    Parameters
+    ----------
+    n_trees : int
+    mode : {"thr", "ht"}
+        RF Thr (mean IG_diff > 0) or RF HT (also the test at level ``gamma``).
+    gamma, null, correction, n_null_draws, dedup_bootstrap
+        As in :func:`forest_relevance` (``gamma`` is the test's significance level); the default shadow
+        null is calibrated and works for any number of classes.
+    seed : int, Generator or None, default 0
+        Randomness of the bootstrap, the trees and the shadow columns.
+
+    Attributes
+    ----------
+    weights_ : FeatureWeights
+        The t statistics, with the per-feature test in ``info``.
+    support_ : ndarray of bool (n_features,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
@@ -433,10 +450,12 @@ class ForestRelevanceSelector(BaseSelector):
     """
 
     _support_from_weights = False
+    _requires_y = True
+    _min_samples = 2
 
     def __init__(
         self, n_trees: int = 100, *, mode: str = "ht", gamma: float = 0.05, null: str = "shadow",
-        correction: str | None = None, n_null_draws: int = 250, dedup_bootstrap: bool = True, seed: Any = None,
+        correction: str | None = None, n_null_draws: int = 250, dedup_bootstrap: bool = True, seed: Any = 0,
     ) -> None:
         self.n_trees = n_trees
         self.mode = mode
@@ -450,8 +469,7 @@ class ForestRelevanceSelector(BaseSelector):
     def _fit(self, X: Any, y: Any) -> FeatureWeights:
         if self.mode not in ("thr", "ht"):
             raise DataError(f"mode must be 'thr' or 'ht'; got {self.mode!r}.")
-        if y is None:
-            raise DataError("ForestRelevanceSelector needs class labels: call fit(X, y) with y.")
+        require_y(self, y, "ForestRelevanceSelector needs class labels: call fit(X, y) with y")
         fw = forest_relevance(
             X, y, n_trees=self.n_trees, gamma=self.gamma, null=self.null, correction=self.correction,
             n_null_draws=self.n_null_draws, dedup_bootstrap=self.dedup_bootstrap, seed=self.seed,

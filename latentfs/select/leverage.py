@@ -25,7 +25,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from latentfs.core.base import BaseSelector
+from latentfs.core.base import BaseSelector, rescaled
 from latentfs.core.data import DataError, as_continuous, check_n_components
 from latentfs.core.weights import FeatureWeights
 
@@ -340,7 +340,8 @@ def _check_r(r: Any, d: int, scheme: str, name: str = "n_features_to_select") ->
         raise DataError(f"{name} must be a positive integer; got {r!r}.")
     if scheme != "iid" and r > d:
         raise DataError(
-            f"{name} must be at most the number of features ({d}) for scheme {scheme!r}; got {r}. "
+            f"{name} must be at most the number of features ({d}) for scheme {scheme!r}; got {r} "
+            f"(n_features = {d}). "
             "Choose fewer features (or scheme='iid', which samples with replacement)."
         )
     return int(r)
@@ -432,43 +433,11 @@ class KMeansResult:
     n_iter: int
 
 
-def _kmeans_pp(A: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    # k-means++ seeding (Arthur & Vassilvitskii 2007): next centre with probability ∝ D(x)²
-    n = A.shape[0]
-    centers = [A[rng.integers(n)]]
-    d2 = np.sum((A - centers[0]) ** 2, axis=1)
-    for _ in range(1, k):
-        tot = d2.sum()
-        i = rng.choice(n, p=d2 / tot) if tot > 0 else rng.integers(n)
-        centers.append(A[i])
-        d2 = np.minimum(d2, np.sum((A - A[i]) ** 2, axis=1))
-    return np.array(centers)
-
-
-def _lloyd(A: np.ndarray, C: np.ndarray, max_iter: int) -> tuple[np.ndarray, np.ndarray, float, int]:
-    sq = np.sum(A * A, axis=1)
-    labels = np.full(A.shape[0], -1)
-    n_done = 0
-    for it in range(1, max_iter + 1):
-        n_done = it
-        dist = sq[:, None] - 2 * A @ C.T + np.sum(C * C, axis=1)[None, :]
-        new = np.argmin(dist, axis=1)
-        if np.array_equal(new, labels):
-            break
-        labels = new
-        for j in range(C.shape[0]):
-            members = labels == j
-            if members.any():
-                C[j] = A[members].mean(axis=0)
-    dist = sq[:, None] - 2 * A @ C.T + np.sum(C * C, axis=1)[None, :]
-    labels = np.argmin(dist, axis=1)
-    return labels, C, kmeans_objective(A, labels), n_done
-
-
 def kmeans(X: Any, k: int, *, n_init: int = 10, max_iter: int = 100, seed: Any = None) -> KMeansResult:
     """Lloyd's algorithm from ``n_init`` k-means++ starts; the lowest objective wins.
 
-    A small dense implementation for the (few) selected features; for large data use scikit-learn.
+    scikit-learn's :class:`~sklearn.cluster.KMeans` (k-means++ seeding, Arthur & Vassilvitskii 2007) with its
+    ``random_state`` drawn from ``seed``; the result is returned in this module's :class:`KMeansResult`.
 
     Examples
     --------
@@ -476,16 +445,15 @@ def kmeans(X: Any, k: int, *, n_init: int = 10, max_iter: int = 100, seed: Any =
     >>> sorted(np.bincount(res.labels).tolist()), round(res.objective, 6)
     ([2, 2], 0.01)
     """
-    A = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+    from sklearn.cluster import KMeans
+
+    A = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     k = check_n_components(k, A.shape[0], name="k", what="the number of samples")
     rng = _rng(seed)
-    best = None
-    for _ in range(n_init):
-        labels, C, obj, it = _lloyd(A, _kmeans_pp(A, k, rng), max_iter)
-        if best is None or obj < best.objective - 1e-12:
-            best = KMeansResult(labels, C, obj, it)
-    assert best is not None
-    return best
+    km = KMeans(k, init="k-means++", n_init=int(n_init), max_iter=int(max_iter),
+                random_state=int(rng.integers(2**31 - 1))).fit(A)
+    labels = np.asarray(km.labels_)
+    return KMeansResult(labels, np.asarray(km.cluster_centers_), kmeans_objective(A, labels), int(km.n_iter_))
 
 
 def clustering_accuracy(labels: Any, y: Any) -> float:
@@ -522,7 +490,7 @@ class LeverageScoreSelector(BaseSelector):
     n_features_to_select : int, optional
         ``r``: number of i.i.d. draws (``"iid"``), expected number kept (``"bernoulli"``) or number
         kept (``"top"``). Default ``10 k``, the paper's practical choice.
-    n_clusters : int
+    n_components : int
         ``k``, the number of clusters (the rank of ``V_k``); at most the numerical rank of ``X``.
     scheme : {"iid", "bernoulli", "top"}
     svd : {"exact", "randomized"}
@@ -530,25 +498,40 @@ class LeverageScoreSelector(BaseSelector):
         Centre the columns before the SVD (the paper does not; k-means is translation invariant).
     rescale : bool
         Apply ``scale_`` in :meth:`transform` (the guarantees assume it).
-    seed : int or Generator, optional
+    seed : int, Generator or None, default 0
+        Randomness of the sampling (and of ``svd="randomized"``); a fixed default, so that one call gives
+        one selection (``None`` draws fresh entropy).
+
+    Attributes
+    ----------
+    weights_ : FeatureWeights
+    support_ : ndarray of bool (n_features,)
+    scale_ : ndarray (n_selected,)
+    sample_indices_, sample_weights_ : ndarray
+        The raw draws before merging duplicates.
+    singular_values_ : ndarray (k,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40, 30)); X[:20, :3] += 6.0
-    >>> sel = LeverageScoreSelector(3, n_clusters=1, scheme="top").fit(X)
+    >>> sel = LeverageScoreSelector(3, n_components=1, scheme="top").fit(X)
     >>> sel.get_support(indices=True).tolist()
     [0, 1, 2]
     """
 
     _support_from_weights = False
+    _accept_sparse = True
 
-    def __init__(self, n_features_to_select: int | None = None, *, n_clusters: int = 2,
+    def __init__(self, n_features_to_select: int | None = None, *, n_components: int = 2,
                  scheme: str = "iid", svd: str = "exact", center: bool = False, rescale: bool = True,
-                 seed: Any = None) -> None:
+                 seed: Any = 0) -> None:
         self.n_features_to_select = n_features_to_select
-        self.n_clusters = n_clusters
+        self.n_components = n_components
         self.scheme = scheme
         self.svd = svd
         self.center = center
@@ -559,7 +542,7 @@ class LeverageScoreSelector(BaseSelector):
         A, names = _as_matrix(X)
         if self.scheme not in _SCHEMES:
             raise DataError(f"scheme must be one of {sorted(_SCHEMES)}; got {self.scheme!r}.")
-        k = check_n_components(self.n_clusters, min(A.shape), name="n_clusters",
+        k = check_n_components(self.n_components, min(A.shape), name="n_components",
                                what="min(n_samples, n_features)")
         r = 10 * k if self.n_features_to_select is None else self.n_features_to_select
         r = _check_r(r, A.shape[1], self.scheme)
@@ -574,14 +557,12 @@ class LeverageScoreSelector(BaseSelector):
         self.scale_ = merged
         self.singular_values_ = sigma
         return FeatureWeights(p, "leverage_kmeans", feature_names=names,
-                              info={"n_clusters": k, "r": r, "scheme": self.scheme, "svd": self.svd,
+                              info={"n_components": k, "r": r, "scheme": self.scheme, "svd": self.svd,
                                     "definition": "p_i = ||(V_k)_(i)||^2 / k (BMD 2009, Alg. 1)"})
 
-    def transform(self, X: Any) -> Any:
-        out = super().transform(X)
-        if not self.rescale:
-            return out
-        return out.multiply(self.scale_[None, :]).tocsr() if sp.issparse(out) else np.asarray(out) * self.scale_
+    def _transform(self, X: Any) -> Any:
+        out = super()._transform(X)
+        return rescaled(out, self.scale_) if self.rescale else out
 
 
 @dataclass(frozen=True)
@@ -617,7 +598,7 @@ def kmeans_feature_selection(X: Any, n_clusters: int, r: int | None = None, *, n
     best: KMeansSelectionResult | None = None
     lower = svd_lower_bound(A, n_clusters)
     for _ in range(n_repeats):
-        sel = LeverageScoreSelector(r, n_clusters=n_clusters, scheme=scheme, svd=svd, seed=rng).fit(A)
+        sel = LeverageScoreSelector(r, n_components=n_clusters, scheme=scheme, svd=svd, seed=rng).fit(A)
         At = sel.transform(A)
         km = kmeans(At, n_clusters, n_init=n_init, seed=rng)
         F = kmeans_objective(A, km.labels)

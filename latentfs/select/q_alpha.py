@@ -22,9 +22,9 @@ theorem, so the α-step is the leading eigenvector of G. Variants (a dict, ``_VA
 
 The α-step never needs an n × n matrix: ``G = W Wᵀ`` with ``W_i = m_i ⊗ Qᵀm_i``, so ``G v`` costs
 O(nqk) and Lanczos (``solver="lanczos"``) handles 10⁵ features; ``"dense"`` forms G for small n.
-Also here: the supervised variant (Definition 6), the kernel variant (Definition 14, with the corrected
-update ``E ← D V E R⁻¹`` and feature-space centring), and selection by top-k or by the largest gap
-in the sorted weights. α's sign is fixed so that Σα ≥ 0; QR factors have diag(R) > 0.
+Also here: the supervised variant (Definition 6) and selection by top-k or by the largest gap in the
+sorted weights. The kernel variant (Definition 14) is in :mod:`latentfs.select.q_alpha_kernel`. α's sign
+is fixed so that Σα ≥ 0; QR factors have diag(R) > 0.
 """
 
 from __future__ import annotations
@@ -39,19 +39,16 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, eigsh
 
-from latentfs.core.base import BaseSelector
+from latentfs.core.base import BaseSelector, require_y
 from latentfs.core.data import DataError, DataWarning, as_labels, check_n_components, check_positive
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.leverage import _Affine, _as_matrix, _column_moments, _rng
 
 __all__ = [
-    "KernelQAlpha",
     "QAlpha",
     "QAlphaResult",
     "SupervisedQAlpha",
     "design_matrix",
-    "feature_kernel",
-    "kernel_q_alpha",
     "preprocess_features",
     "q_alpha",
     "select_by_gap",
@@ -195,19 +192,6 @@ class _LaplacianGram:
         return Y @ Y.T
 
 
-class _KernelGram:
-    """``G = V ∘ (P Pᵀ)`` with ``P = V E`` (Definition 14, step 1)."""
-
-    def __init__(self, V: np.ndarray, P: np.ndarray) -> None:
-        self.V, self.P, self.n = V, P, V.shape[0]
-
-    def matvec(self, v: np.ndarray) -> np.ndarray:
-        return np.einsum("ij,ij->i", self.P, self.V @ (v[:, None] * self.P))
-
-    def dense(self) -> np.ndarray:
-        return self.V * (self.P @ self.P.T)
-
-
 def _top_dense(G: Any, v0: np.ndarray | None) -> tuple[float, np.ndarray]:
     Gd = G.dense()
     lam, vec = sla.eigh(Gd, subset_by_index=[G.n - 1, G.n - 1])
@@ -329,8 +313,8 @@ def _initial_basis(op: _Affine, k: int, init: Any, rng: np.random.Generator, q: 
         if lam[0] <= 1e-10 * max(lam[-1], 1e-300):
             rank = int(np.sum(np.linalg.eigvalsh(A1) > 1e-10 * lam[-1]))
             raise DataError(
-                f"n_clusters must not exceed the rank of the preprocessed data ({rank}); got "
-                f"{k}. Choose n_clusters ≤ {rank}."
+                f"n_components must not exceed the rank of the preprocessed data ({rank}); got "
+                f"{k}. Choose n_components ≤ {rank}."
             )
         return _qr_pos(vec[:, ::-1])
     if isinstance(init, str) and init == "random":
@@ -339,7 +323,7 @@ def _initial_basis(op: _Affine, k: int, init: Any, rng: np.random.Generator, q: 
         raise DataError(f"init must be 'pca', 'random' or an array of shape ({q}, {k}); got {init!r}.")
     Q0 = np.asarray(init, dtype=np.float64)
     if Q0.shape != (q, k):
-        raise DataError(f"init must have shape (n_samples, n_clusters) = ({q}, {k}); got {Q0.shape}.")
+        raise DataError(f"init must have shape (n_samples, n_components) = ({q}, {k}); got {Q0.shape}.")
     return _qr_pos(Q0)
 
 
@@ -385,11 +369,11 @@ def _run_q_alpha(op: _Affine, k: int, variant: str, init: Any, max_iter: int, to
 
 
 def _check_k(k: Any, q: int, n: int) -> int:
-    return check_n_components(k, min(q - 1, n), name="n_clusters",
+    return check_n_components(k, min(q - 1, n), name="n_components",
                               what="the rank of the centred data is at most min(n_samples − 1, n_features)")
 
 
-def q_alpha(X: Any, n_clusters: int = 2, *, variant: str = "power", init: Any = "pca", max_iter: int = 100,
+def q_alpha(X: Any, n_components: int = 2, *, variant: str = "power", init: Any = "pca", max_iter: int = 100,
             tol: float = 1e-6, solver: str = "auto", center: bool = True, laplacian_shift: Any = "max_diag",
             seed: Any = None) -> QAlphaResult:
     """Unsupervised Q-α (Wolf & Shashua 2005, Definitions 2, 4, 5 and §3).
@@ -398,8 +382,8 @@ def q_alpha(X: Any, n_clusters: int = 2, *, variant: str = "power", init: Any = 
     ----------
     X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
         Samples in rows (the paper's ``Mᵀ``); sparse input is never densified.
-    n_clusters : int
-        ``k``, the number of eigenvectors in Q.
+    n_components : int
+        ``k``, the number of eigenvectors in Q (the number of clusters the relevant features reveal).
     variant : {"power", "basic", "laplacian"}
         (Definition 4's "ritz" is not offered: it equals "power" one sweep later; see the module docstring.)
     init : {"pca", "random"} or array of shape (n_samples, k)
@@ -444,7 +428,7 @@ def q_alpha(X: Any, n_clusters: int = 2, *, variant: str = "power", init: Any = 
         _check_choice(laplacian_shift, ("max_diag", "max_degree"), "laplacian_shift")
     if A.shape[0] < 2:
         raise DataError(f"X needs at least 2 samples for Q-alpha; got {A.shape[0]}. Pass more samples.")
-    k = _check_k(n_clusters, A.shape[0] + (0 if center else 1), A.shape[1])
+    k = _check_k(n_components, A.shape[0] + (0 if center else 1), A.shape[1])
     op = _row_preprocess(A, center, "X")
     return _run_q_alpha(op, k, variant, init, max_iter, float(tol), solver, laplacian_shift, _rng(seed))
 
@@ -607,150 +591,6 @@ def supervised_q_alpha(X: Any, y: Any, *, variant: str = "literal", k_within: in
 
 
 # ---------------------------------------------------------------------------------------------
-# kernel Q-α (Definition 14, corrected)
-# ---------------------------------------------------------------------------------------------
-def _kernel_linear(M: np.ndarray, p: dict[str, Any]) -> np.ndarray:
-    return M @ M.T
-
-
-def _kernel_polynomial(M: np.ndarray, p: dict[str, Any]) -> np.ndarray:
-    return (p["gamma"] * (M @ M.T) + p["coef0"]) ** p["degree"]
-
-
-def _kernel_rbf(M: np.ndarray, p: dict[str, Any]) -> np.ndarray:
-    sq = np.sum(M * M, axis=1)
-    return np.exp(-p["gamma"] * np.maximum(sq[:, None] + sq[None, :] - 2 * M @ M.T, 0.0))
-
-
-def _kernel_sections(M: np.ndarray, p: dict[str, Any]) -> np.ndarray:
-    # Σ_s (m_i^s · m_j^s)^degree over consecutive sections of the samples (the "sessions" kernel, §5.1)
-    s = p["section_size"]
-    V = np.zeros((M.shape[0], M.shape[0]))
-    for start in range(0, M.shape[1], s):
-        B = M[:, start:start + s]
-        V += (B @ B.T) ** p["degree"]
-    return V
-
-
-_KERNELS: dict[str, Callable[[np.ndarray, dict[str, Any]], np.ndarray]] = {
-    "linear": _kernel_linear,
-    "polynomial": _kernel_polynomial,
-    "rbf": _kernel_rbf,
-    "sections": _kernel_sections,
-}
-
-
-def _center_features(V: np.ndarray) -> np.ndarray:
-    # feature-space centring across features: V ← H V H, H = I − 11ᵀ/n (digest §2.6, option b)
-    r = V.mean(axis=1)
-    return V - r[:, None] - r[None, :] + V.mean()
-
-
-def _cosine_normalize(V: np.ndarray) -> np.ndarray:
-    dg = np.sqrt(np.clip(np.diag(V), 1e-300, None))
-    return V / dg[:, None] / dg[None, :]
-
-
-def kernel_q_alpha(V: Any, n_clusters: int = 2, *, init: Any = "pca", max_iter: int = 100, tol: float = 1e-6,
-                   solver: str = "auto", seed: Any = None) -> tuple[QAlphaResult, np.ndarray]:
-    """Kernel Q-α on a feature kernel matrix ``V`` (n × n, ``v_ij = k(m_i, m_j)``).
-
-    Wolf & Shashua (2005), Definition 14, with the corrected update (the printed ``E ← E R⁻¹`` does
-    not keep ``Mᵀ E`` orthonormal)::
-
-        G = V ∘ (V E Eᵀ V);  α = top eigenvector;  D = diag(α)
-        Zᵀ Z = Eᵀ V D V D V E = Rᵀ R (Cholesky);  E ← D V E R⁻¹
-
-    With the linear kernel and a matched start (``Q(0) = Mᵀ E(0)``) the α iterates equal those of
-    linear Q-α. ``init="pca"`` takes ``E(0)`` from the top-k eigenvectors of V scaled by
-    ``λ^{-1/2}`` (so ``Eᵀ V E = I``); an array is used as ``E(0)`` after V-orthonormalisation.
-
-    Returns
-    -------
-    result : QAlphaResult (``Q`` is None; Q = Mᵀ E is implicit)
-    E : ndarray, shape (n, k), the final coefficients
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> M = preprocess_features(np.random.default_rng(0).normal(size=(30, 8)))
-    >>> res, E = kernel_q_alpha(M @ M.T, 2)
-    >>> np.allclose(E.T @ (M @ M.T) @ E, np.eye(2))
-    True
-    """
-    Vm = np.asarray(V, dtype=np.float64)
-    if not np.isfinite(Vm).all():
-        raise DataError("V must be finite; it holds NaN or infinite values. Check the kernel and the data.")
-    if Vm.ndim != 2 or Vm.shape[0] != Vm.shape[1] or not np.allclose(Vm, Vm.T, atol=1e-10 * max(1.0, np.abs(Vm).max())):
-        raise DataError(f"V must be a symmetric square kernel matrix over features; got shape {Vm.shape}. "
-                        "Pass k(m_i, m_j) for all feature pairs, e.g. from feature_kernel(X).")
-    _check_iter(max_iter, tol)
-    _check_choice(solver, ("auto", *_SOLVERS), "solver")
-    n = Vm.shape[0]
-    lam_all, U = np.linalg.eigh(Vm)
-    rank = int(np.sum(lam_all > 1e-10 * max(lam_all[-1], 1e-300)))
-    k = check_n_components(n_clusters, max(rank, 1), name="n_clusters",
-                           what=f"the rank of the kernel matrix, {rank}")
-    if isinstance(init, str) and init == "pca":
-        E = U[:, ::-1][:, :k] / np.sqrt(lam_all[::-1][:k])
-    else:
-        if isinstance(init, str) and init != "random":
-            raise DataError(f"init must be 'pca', 'random' or an array of shape ({n}, {k}); got {init!r}.")
-        E0 = _rng(seed).standard_normal((n, k)) if isinstance(init, str) else np.asarray(init, dtype=np.float64)
-        if E0.shape != (n, k):
-            raise DataError(f"init must have shape (n_features, n_clusters) = ({n}, {k}); got {E0.shape}.")
-        R0 = np.linalg.cholesky(E0.T @ Vm @ E0).T
-        E = sla.solve_triangular(R0, E0.T, trans="T", lower=False).T
-    hist: dict[str, list[float]] = {"objective": [], "delta": []}
-    alpha: np.ndarray | None = None
-    lam, converged, it = 0.0, False, 0
-    for step in range(1, max_iter + 1):
-        it = step
-        P = Vm @ E  # p_i = Qᵀ φ(m_i)
-        lam, new = _alpha_step(_KernelGram(Vm, P), solver, alpha)
-        DP = new[:, None] * P  # D V E
-        ZtZ = DP.T @ Vm @ DP
-        R = np.linalg.cholesky(ZtZ + 1e-300 * np.eye(k)).T
-        E = sla.solve_triangular(R, DP.T, trans="T", lower=False).T  # D V E R⁻¹
-        delta = float(np.linalg.norm(new - alpha)) if alpha is not None else np.inf
-        hist["objective"].append(lam)
-        hist["delta"].append(delta)
-        alpha = new
-        if delta < tol:
-            converged = True
-            break
-    assert alpha is not None
-    return QAlphaResult(alpha, None, lam, it, converged, hist), E
-
-
-def feature_kernel(X: Any, kernel: Any = "linear", *, degree: int = 2, gamma: float = 1.0, coef0: float = 1.0,
-                   section_size: int = 8, center: bool = True, feature_center: bool = True,
-                   normalize: bool = True) -> np.ndarray:
-    """The feature kernel ``V`` for kernel Q-α: rows of the preprocessed ``M`` mapped by ``kernel``,
-    then optionally centred in feature space (``V ← HVH``) and cosine-normalised.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> V = feature_kernel(np.random.default_rng(0).normal(size=(16, 5)), "sections", section_size=8)
-    >>> V.shape, bool(np.allclose(np.diag(V), 1.0))
-    ((5, 5), True)
-    """
-    A, _ = _as_matrix(X)
-    M = _row_preprocess(A, center, "X").dense().T
-    if callable(kernel):
-        V = np.asarray(kernel(M), dtype=np.float64)
-    else:
-        _check_choice(kernel, _KERNELS, "kernel")
-        V = _KERNELS[kernel](M, {"degree": degree, "gamma": gamma, "coef0": coef0, "section_size": section_size})
-    if feature_center:
-        V = _center_features(V)
-    if normalize:
-        V = _cosine_normalize(V)
-    return (V + V.T) / 2
-
-
-# ---------------------------------------------------------------------------------------------
 # selectors
 # ---------------------------------------------------------------------------------------------
 class _QAlphaSelectorMixin:
@@ -772,26 +612,42 @@ class QAlpha(_QAlphaSelectorMixin, BaseSelector):
     ----------
     n_features_to_select : int, "gap" or None
         Keep the top-k weights, those above the largest gap, or all (None).
-    n_clusters : int
-        ``k`` (the paper uses 2 for images, 6 for gene expression).
-    variant, init, max_iter, tol, solver, center, laplacian_shift, seed
+    n_components : int
+        ``k``, the number of eigenvectors of Q (the paper uses 2 for images, 6 for gene expression).
+    variant, init, max_iter, tol, solver, center, laplacian_shift
         As in :func:`q_alpha`.
+    seed : int, Generator or None, default 0
+        Only used by ``init="random"``.
+
+    Attributes
+    ----------
+    weights_ : FeatureWeights
+        α and the fit's objective, iterations and convergence in ``info``.
+    support_ : ndarray of bool (n_features,)
+    result_ : QAlphaResult
+    n_iter_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 20)); X[:30, :3] += 3.0
-    >>> QAlpha(3, n_clusters=2).fit(X).get_support(indices=True).tolist()
+    >>> QAlpha(3, n_components=2).fit(X).get_support(indices=True).tolist()
     [0, 1, 2]
     """
 
-    def __init__(self, n_features_to_select: int | str | None = None, *, n_clusters: int = 2,
+    _accept_sparse = True
+    _min_samples = 2
+
+    def __init__(self, n_features_to_select: int | str | None = None, *, n_components: int = 2,
                  variant: str = "power", init: Any = "pca", max_iter: int = 100, tol: float = 1e-6,
                  solver: str = "auto", center: bool = True, laplacian_shift: Any = "max_diag",
-                 seed: Any = None) -> None:
+                 seed: Any = 0) -> None:
         self.n_features_to_select = n_features_to_select
-        self.n_clusters = n_clusters
+        self.n_components = n_components
         self.variant = variant
         self.init = init
         self.max_iter = max_iter
@@ -803,7 +659,7 @@ class QAlpha(_QAlphaSelectorMixin, BaseSelector):
 
     def _fit(self, X: Any, y: Any = None) -> FeatureWeights:
         _, names = _as_matrix(X)
-        res = q_alpha(X, self.n_clusters, variant=self.variant, init=self.init, max_iter=self.max_iter,
+        res = q_alpha(X, self.n_components, variant=self.variant, init=self.init, max_iter=self.max_iter,
                       tol=self.tol, solver=self.solver, center=self.center,
                       laplacian_shift=self.laplacian_shift, seed=self.seed)
         self.result_ = res
@@ -813,7 +669,7 @@ class QAlpha(_QAlphaSelectorMixin, BaseSelector):
                 f"Q-alpha did not converge in {res.n_iter} iterations (last ‖Δα‖ = {res.history['delta'][-1]:.2e}); "
                 "increase max_iter or tol.", DataWarning, stacklevel=3)
         return FeatureWeights(res.alpha, f"q_alpha.{self.variant}", feature_names=names,
-                              info={"n_clusters": self.n_clusters, "objective": res.objective,
+                              info={"n_components": self.n_components, "objective": res.objective,
                                     "n_iter": res.n_iter, "converged": res.converged,
                                     "definition": "alpha: leading eigenvector of G (Wolf & Shashua 2005, Def. 2)"})
 
@@ -827,6 +683,22 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
     Definition 6 (``variant="literal"``) is at chance (0.49). Use ``"literal"`` for within-class structure
     with zero class means (Weston's nonlinear problem), which the indicator variant cannot see.
 
+    Parameters
+    ----------
+    n_features_to_select : int, "gap" or None
+    variant, k_within, k_between, gamma, normalize, max_iter, tol, solver
+        As in :func:`supervised_q_alpha` (``gamma`` is the paper's between-class penalty γ, not a kernel width).
+
+    Attributes
+    ----------
+    weights_ : FeatureWeights
+    support_ : ndarray of bool (n_features,)
+    result_ : QAlphaResult
+    n_iter_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
+
     Examples
     --------
     >>> import numpy as np
@@ -835,6 +707,10 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
     >>> SupervisedQAlpha(1, variant="indicator").fit(X, y).get_support(indices=True).tolist()
     [0]
     """
+
+    _accept_sparse = True
+    _requires_y = True
+    _min_samples = 2
 
     def __init__(self, n_features_to_select: int | str | None = None, *, variant: str = "indicator",
                  k_within: int = 2, k_between: int = 1, gamma: float = 0.5, normalize: str = "global",
@@ -850,77 +726,11 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
         self.solver = solver
 
     def _fit(self, X: Any, y: Any = None) -> FeatureWeights:
-        if y is None:
-            raise DataError("y is required for SupervisedQAlpha; pass the class labels, or use QAlpha.")
+        require_y(self, y, "y is required for SupervisedQAlpha; pass the class labels, or use QAlpha")
         _, names = _as_matrix(X)
         res = supervised_q_alpha(X, y, variant=self.variant, k_within=self.k_within, k_between=self.k_between,
                                  gamma=self.gamma, normalize=self.normalize, max_iter=self.max_iter,
                                  tol=self.tol, solver=self.solver)
-        self.result_ = res
+        self.result_, self.n_iter_ = res, res.n_iter
         return FeatureWeights(res.alpha, f"q_alpha.supervised.{self.variant}", feature_names=names,
                               info={"gamma": self.gamma, "objective": res.objective, "n_iter": res.n_iter})
-
-
-class KernelQAlpha(_QAlphaSelectorMixin, BaseSelector):
-    """Kernel Q-α (Wolf & Shashua 2005, Definition 14, corrected update; feature-space centring).
-
-    Parameters
-    ----------
-    n_features_to_select : int, "gap" or None
-    n_clusters : int
-    kernel : {"linear", "polynomial", "rbf", "sections"} or callable
-        Kernel between preprocessed features (rows of M); a callable maps M (n × q) to V (n × n).
-    degree, gamma, coef0, section_size
-        Kernel parameters (``"sections"``: ``Σ_s (m_i^s·m_j^s)^degree`` over consecutive blocks of
-        ``section_size`` samples).
-    center : bool
-        Centre each feature over the samples before the kernel (default False: on the paper's
-        "sessions" problem row centring cost 20–45 points of success; the centring that matters is
-        the feature-space one below).
-    feature_center : bool
-        ``V ← H V H`` (needed: without it the common mean direction dominates and α does not
-        discriminate).
-    normalize : bool
-        Cosine-normalise V.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(60, 20)); X[:30, :3] += 3.0
-    >>> KernelQAlpha(3, kernel="linear", feature_center=False).fit(X).get_support(indices=True).tolist()
-    [0, 1, 2]
-    """
-
-    def __init__(self, n_features_to_select: int | str | None = None, *, n_clusters: int = 2,
-                 kernel: Any = "polynomial", degree: int = 2, gamma: float = 1.0, coef0: float = 0.0,
-                 section_size: int = 8, center: bool = False, feature_center: bool = True,
-                 normalize: bool = True, init: Any = "pca", max_iter: int = 100, tol: float = 1e-6,
-                 seed: Any = None) -> None:
-        self.n_features_to_select = n_features_to_select
-        self.n_clusters = n_clusters
-        self.kernel = kernel
-        self.degree = degree
-        self.gamma = gamma
-        self.coef0 = coef0
-        self.section_size = section_size
-        self.center = center
-        self.feature_center = feature_center
-        self.normalize = normalize
-        self.init = init
-        self.max_iter = max_iter
-        self.tol = tol
-        self.seed = seed
-
-    def _fit(self, X: Any, y: Any = None) -> FeatureWeights:
-        _, names = _as_matrix(X)
-        V = feature_kernel(X, self.kernel, degree=self.degree, gamma=self.gamma, coef0=self.coef0,
-                           section_size=self.section_size, center=self.center,
-                           feature_center=self.feature_center, normalize=self.normalize)
-        res, E = kernel_q_alpha(V, self.n_clusters, init=self.init, max_iter=self.max_iter, tol=self.tol,
-                                seed=self.seed)
-        self.result_, self.coefficients_ = res, E
-        kname = self.kernel if isinstance(self.kernel, str) else "callable"
-        return FeatureWeights(res.alpha, f"q_alpha.kernel.{kname}", feature_names=names,
-                              info={"n_clusters": self.n_clusters, "objective": res.objective,
-                                    "n_iter": res.n_iter})

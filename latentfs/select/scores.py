@@ -38,8 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri, xlogy
 
-from latentfs.core.base import BaseSelector
-from latentfs.core.data import DataError, DataWarning, as_counts, as_labels, as_rng
+from latentfs.core.base import BaseSelector, require_y
+from latentfs.core.data import DataError, DataWarning, as_counts, as_labels, as_rng, check_choice
 from latentfs.core.weights import FeatureWeights
 
 __all__ = [
@@ -419,8 +419,23 @@ class TextScoreSelector(BaseSelector):
         size 1". ``None`` with ``threshold=None`` keeps every word.
     threshold : float, optional
         Keep words scoring ≥ threshold (used when ``n_features_to_select`` is None).
-    positive_class, multiclass, seed
+    positive_class, multiclass
         See :func:`text_feature_scores`.
+    seed : int, Generator or None, default 0
+        Only for ``measure="random"``.
+    non_integer : {"error", "round"}
+        What to do with non-integer entries of ``X``: raise (the measures are for counts), or round them to
+        the nearest integer first (as :class:`latentfs.DCA` does).
+
+    Attributes
+    ----------
+    weights_ : FeatureWeights
+    support_ : ndarray of bool (n_features,)
+    k_ : int
+        The k of ``n_features_to_select="auto"``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
@@ -431,6 +446,11 @@ class TextScoreSelector(BaseSelector):
     [0, 1]
     """
 
+    _accept_sparse = True
+    _positive_only = True
+    _requires_y = True
+    _min_samples = 2  # two classes need two documents
+
     def __init__(
         self,
         measure: str = "info_gain",
@@ -440,7 +460,8 @@ class TextScoreSelector(BaseSelector):
         threshold: float | None = None,
         positive_class: Any = None,
         multiclass: str = "weighted",
-        seed: Any = None,
+        seed: Any = 0,
+        non_integer: str = "error",
     ) -> None:
         self.measure = measure
         self.estimator = estimator
@@ -449,16 +470,19 @@ class TextScoreSelector(BaseSelector):
         self.positive_class = positive_class
         self.multiclass = multiclass
         self.seed = seed
+        self.non_integer = non_integer
 
     def _fit(self, X: Any, y: Any) -> FeatureWeights:
-        if y is None:
-            raise DataError("TextScoreSelector needs class labels: call fit(X, y) with y.")
+        require_y(self, y, "TextScoreSelector needs class labels: call fit(X, y) with y")
+        check_choice("non_integer", self.non_integer, ("error", "round"))
         k = self.n_features_to_select
         if isinstance(k, str) and k != "auto":
             raise DataError(
                 f"n_features_to_select must be a positive int, 'auto' or None; got {k!r}. "
                 "Use 'auto' for the positive-class vocabulary size."
             )
+        if self.non_integer == "round":
+            X = _rounded(X)
         fw = text_feature_scores(
             X, y, self.measure, estimator=self.estimator, positive_class=self.positive_class,
             multiclass=self.multiclass, seed=self.seed,
@@ -481,3 +505,15 @@ class TextScoreSelector(BaseSelector):
         if self.n_features_to_select == "auto":
             return weights.support(min(self.k_, weights.n_features))
         return super()._support_from(weights)
+
+
+def _rounded(X: Any) -> Any:
+    """``X`` with every entry rounded to the nearest integer (sparse kept sparse, a DataFrame kept a frame)."""
+    if sp.issparse(X):
+        out = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        out.data = np.round(out.data)
+        out.eliminate_zeros()
+        return out
+    if hasattr(X, "iloc"):
+        return X.round()
+    return np.round(np.asarray(X, dtype=np.float64))

@@ -46,8 +46,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    MultiOutputMixin,
+    RegressorMixin,
+    TransformerMixin,
+)
 
-from latentfs.core.base import BaseSelector
+from latentfs.core.base import BaseSelector, check_fitted, check_X, require_y
 from latentfs.core.data import DataError, as_continuous, as_rng, check_n_components
 from latentfs.core.weights import FeatureWeights
 from latentfs.subspace.kernel_features import kernel_matrix
@@ -301,7 +308,14 @@ def _centre_scale(A: np.ndarray, scale: bool) -> tuple[np.ndarray, np.ndarray, n
 
 def _validate_xy(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray, tuple[str, ...], bool]:
     xm = as_continuous(X, name="X", min_samples=2)
-    one_d = getattr(Y, "ndim", np.ndim(Y)) == 1
+    if not hasattr(Y, "iloc"):
+        Y = np.asarray(Y)
+        if Y.dtype == object:  # numbers stored as objects: read them as numbers
+            try:
+                Y = Y.astype(np.float64)
+            except (TypeError, ValueError):
+                pass
+    one_d = Y.ndim == 1
     ym = as_continuous(np.asarray(Y).reshape(-1, 1) if one_d else Y, name="Y")
     if ym.shape[0] != xm.shape[0]:
         raise DataError(
@@ -314,7 +328,7 @@ def _validate_xy(X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray, tuple[str, ...
 # --------------------------------------------------------------------------------------------------
 # User-facing estimators
 # --------------------------------------------------------------------------------------------------
-class PLS:
+class PLS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, MultiOutputMixin, BaseEstimator):
     """Linear partial least squares (Rosipal & Krämer 2006): PLS1/PLS2, Mode A, SIMPLS.
 
     Parameters
@@ -345,6 +359,16 @@ class PLS:
         transpose).
     intercept_ : (M,) array
         ȳ − x̄ @ coef_.
+    n_components_ : int
+        The number of components used (chosen by Q² when ``n_components="q2"``).
+    n_iter_ : int
+        The most inner iterations of any component (1 with ``inner="svd"``).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
+
+    :meth:`score` is scikit-learn's regression score, the R² of :meth:`predict` (uniform average over
+    responses), so ``GridSearchCV`` over ``n_components`` picks the best-predicting model.
 
     Examples
     --------
@@ -390,7 +414,9 @@ class PLS:
                 f"algorithm='simpls' supports only deflation='regression'; got deflation="
                 f"{self.deflation!r}. Use algorithm='nipals' for Mode A."
             )
-        Xv, Yv, names, one_d = _validate_xy(X, Y)
+        require_y(self, Y, "PLS needs responses: call fit(X, Y) with Y")
+        Xc = check_X(self, X, reset=True, ensure_all_finite=False, ensure_min_samples=2)
+        Xv, Yv, names, one_d = _validate_xy(X if hasattr(X, "iloc") else Xc, Y)
         n, N = Xv.shape
         limit = min(n - 1, N) if self.deflation == "regression" else min(n - 1, N, Yv.shape[1])
         what = "min(n_samples − 1, n_features" + (")" if self.deflation == "regression" else ", n_targets)")
@@ -415,12 +441,16 @@ class PLS:
         Yc, self.y_mean_, self.y_std_ = _centre_scale(Yv, self.scale)
         comps = PLS_ALGORITHMS[key](Xc, Yc, A, self.inner, float(self.tol), int(self.max_iter))
         self.components_ = comps
+        self.n_iter_ = max(comps.n_iter)
         self.coef_ = comps.coef * self.y_std_[None, :] / self.x_std_[:, None]
         self.intercept_ = self.y_mean_ - self.x_mean_ @ self.coef_
-        self.feature_names_in_ = names
-        self.n_features_in_ = N
+        self._feature_names = names
         self._one_d = one_d
         return self
+
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.n_components_)
 
     # convenient views of the components, with scikit-learn's names
     @property
@@ -448,14 +478,8 @@ class PLS:
         return self.components_.x_rotations
 
     def _check_X(self, X: Any) -> np.ndarray:
-        if not hasattr(self, "components_"):
-            raise DataError("PLS is not fitted yet; call fit(X, Y) first.")
-        Xv = as_continuous(X, name="X").values
-        if Xv.shape[1] != self.n_features_in_:
-            raise DataError(
-                f"X must have {self.n_features_in_} features (as in fit); got {Xv.shape[1]}."
-            )
-        return Xv
+        check_fitted(self, "components_", call="fit(X, Y)")
+        return check_X(self, X, reset=False)
 
     def transform(self, X: Any) -> np.ndarray:
         """X scores T = ((X − x̄)/s) W(PᵀW)⁻¹."""
@@ -468,16 +492,15 @@ class PLS:
         out = Xv @ self.coef_ + self.intercept_
         return out[:, 0] if self._one_d else out
 
-    def score(self, X: Any, Y: Any) -> float:
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Coefficient of determination R² of the predictions (averaged uniformly over responses)."""
         from sklearn.metrics import r2_score
 
-        return float(r2_score(Y, self.predict(X)))
+        return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
 
     def vip(self) -> FeatureWeights:
         """VIP scores of the fitted model (no band; see :func:`vip_scores` for bootstrap bands)."""
-        if not hasattr(self, "components_"):
-            raise DataError("PLS is not fitted yet; call fit(X, Y) first.")
+        check_fitted(self, "components_", call="fit(X, Y)")
         return vip(self)
 
 
@@ -565,7 +588,7 @@ def vip(model: PLS) -> FeatureWeights:
     return FeatureWeights(
         scores,
         "pls.vip",
-        feature_names=model.feature_names_in_,
+        feature_names=model._feature_names,
         info={
             "n_components": int(c.x_weights.shape[1]),
             "algorithm": model.algorithm,
@@ -613,6 +636,10 @@ def vip_scores(
     draws = np.empty((int(n_bootstrap), Xv.shape[1]))
     for b in range(int(n_bootstrap)):
         idx = rng.integers(0, n, size=n)
+        for _ in range(100):  # a resample with constant Y has no covariance to extract: draw it again
+            if np.ptp(Yv[idx], axis=0).max() > 0:
+                break
+            idx = rng.integers(0, n, size=n)
         Xb, _, _ = _centre_scale(Xv[idx], scale)
         Yb, _, _ = _centre_scale(Yv[idx], scale)
         comps = PLS_ALGORITHMS[(algorithm, "regression")](Xb, Yb, point.info["n_components"], "svd", 1e-12, 500)
@@ -642,7 +669,17 @@ class PLSVIPSelector(BaseSelector):
     algorithm, scale : see :class:`PLS`.
     n_bootstrap : int
         Resamples for the band (≥ 10 with ``rule="band"``; 100 by default).
-    seed : int or Generator, optional
+    seed : int, Generator or None, default 0
+        Randomness of the bootstrap.
+
+    Attributes
+    ----------
+    weights_ : FeatureWeights
+        Point VIP with the bootstrap draws.
+    support_ : ndarray of bool (n_features,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
@@ -655,6 +692,9 @@ class PLSVIPSelector(BaseSelector):
     [1, 5]
     """
 
+    _requires_y = True
+    _min_samples = 3  # two components and a bootstrap need a few rows
+
     def __init__(
         self,
         n_components: int = 2,
@@ -666,7 +706,7 @@ class PLSVIPSelector(BaseSelector):
         algorithm: str = "nipals",
         scale: bool = True,
         n_bootstrap: int = 100,
-        seed: Any = None,
+        seed: Any = 0,
     ) -> None:
         self.n_components = n_components
         self.rule = rule
@@ -679,8 +719,7 @@ class PLSVIPSelector(BaseSelector):
         self.seed = seed
 
     def _fit(self, X: Any, y: Any) -> FeatureWeights:
-        if y is None:
-            raise DataError("PLSVIPSelector needs responses: call fit(X, y) with y.")
+        require_y(self, y, "PLSVIPSelector needs responses: call fit(X, y) with y")
         _check_choice(self.rule, "rule", {"band", "point"})
         uses_band = self.rule == "band" and self.n_features_to_select is None
         if uses_band and (not isinstance(self.n_bootstrap, (int, np.integer)) or self.n_bootstrap < 10):
@@ -748,7 +787,7 @@ def _kernel_nipals(K: np.ndarray, Y: np.ndarray, n_components: int) -> tuple[np.
     return T, U
 
 
-class KernelPLS:
+class KernelPLS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, MultiOutputMixin, BaseEstimator):
     """Kernel PLS regression with centring (Rosipal & Trejo 2001; Rosipal & Krämer 2006, Section 5).
 
     Parameters
@@ -756,18 +795,35 @@ class KernelPLS:
     n_components : int
         Number of score vectors.
     kernel : str or callable
-        ``"linear"``, ``"rbf"`` (exp(−‖x − y‖²/width), the chapter's h), ``"polynomial"``, ``"precomputed"``
-        or a function ``k(A, B) -> (len(A), len(B))`` array; see
+        ``"linear"``, ``"rbf"`` (scikit-learn's exp(−gamma‖x − y‖²); the chapter's width h is gamma = 1/h),
+        ``"polynomial"``, ``"precomputed"`` or a function ``k(A, B) -> (len(A), len(B))`` array; see
         :func:`latentfs.subspace.kernel_features.kernel_matrix`.
     kernel_params : dict, optional
-        Parameters of the kernel (``width``; ``degree``, ``coef0``).
+        Parameters of the kernel (``gamma``; ``degree``, ``coef0``), scikit-learn's parameterisation.
+
+    Attributes
+    ----------
+    dual_coef_ : (n, M) array
+        U (TᵀKU)⁻¹ TᵀY: ŷ = ȳ + K_t,c dual_coef_.
+    x_scores_, y_scores_ : (n, A) arrays
+        T and U.
+    X_fit_ : (n, N) array
+    K_fit_ : (n, n) array
+        The uncentred training kernel.
+    y_mean_ : (M,) array
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
+
+    :meth:`score` is scikit-learn's regression score, the R² of :meth:`predict`, so ``GridSearchCV`` over
+    ``n_components`` or ``kernel_params`` picks the best-predicting model.
 
     Examples
     --------
     >>> import numpy as np
     >>> x = np.linspace(0, 3.5, 100)[:, None]
     >>> z = 4.26 * (np.exp(-x[:, 0]) - 4 * np.exp(-2 * x[:, 0]) + 3 * np.exp(-3 * x[:, 0]))
-    >>> model = KernelPLS(8, kernel="rbf", kernel_params={"width": 1.8}).fit(x, z)
+    >>> model = KernelPLS(8, kernel="rbf", kernel_params={"gamma": 1 / 1.8}).fit(x, z)
     >>> float(np.mean((model.predict(x) - z) ** 2)) < 1e-3
     True
     """
@@ -782,7 +838,9 @@ class KernelPLS:
 
     def fit(self, X: Any, Y: Any) -> KernelPLS:
         """Fit on X (n × N; for ``kernel="precomputed"`` the n × n kernel) and Y (n,) or (n × M)."""
-        Xv, Yv, _, one_d = _validate_xy(X, Y)
+        require_y(self, Y, "KernelPLS needs responses: call fit(X, Y) with Y")
+        Xc = check_X(self, X, reset=True, ensure_all_finite=False, ensure_min_samples=2)
+        Xv, Yv, _, one_d = _validate_xy(X if hasattr(X, "iloc") else Xc, Y)
         n = Xv.shape[0]
         if self.kernel == "precomputed" and Xv.shape[1] != n:
             raise DataError(
@@ -801,20 +859,21 @@ class KernelPLS:
         self._one_d = one_d
         return self
 
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.x_scores_.shape[1])
+
     def _test_kernel(self, X: Any) -> np.ndarray:
-        if not hasattr(self, "dual_coef_"):
-            raise DataError("KernelPLS is not fitted yet; call fit(X, Y) first.")
-        Xv = as_continuous(X, name="X").values
-        if self.kernel == "precomputed":
-            if Xv.shape[1] != self.K_fit_.shape[0]:
-                raise DataError(
-                    f"X must be the test × train kernel with {self.K_fit_.shape[0]} columns; got {Xv.shape}."
-                )
-            Kt = Xv
-        else:
-            if Xv.shape[1] != self.X_fit_.shape[1]:
-                raise DataError(f"X must have {self.X_fit_.shape[1]} features (as in fit); got {Xv.shape[1]}.")
-            Kt = self._kernel(Xv, self.X_fit_)
+        check_fitted(self, "dual_coef_", call="fit(X, Y)")
+        given = getattr(X, "shape", (0, None))[-1]
+        if self.kernel == "precomputed" and given != self.K_fit_.shape[0]:
+            raise DataError(
+                f"X must be the test × train kernel with {self.K_fit_.shape[0]} columns; got shape "
+                f"{getattr(X, 'shape', None)} (X has {given} features, but KernelPLS is expecting "
+                f"{self.K_fit_.shape[0]} features as input)."
+            )
+        Xv = check_X(self, X, reset=False)
+        Kt = Xv if self.kernel == "precomputed" else self._kernel(Xv, self.X_fit_)
         return centre_test_kernel(Kt, self.K_fit_)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -824,6 +883,12 @@ class KernelPLS:
 
     def transform(self, X: Any) -> np.ndarray:
         """Test scores T_t = K_t,c U (TᵀKU)⁻¹ (chapter Section 2.4 with XXᵀ → K)."""
+        Kt = self._test_kernel(X)
         Kc = centre_kernel(self.K_fit_)
         T, U = self.x_scores_, self.y_scores_
-        return self._test_kernel(X) @ U @ np.linalg.inv(T.T @ Kc @ U)
+        return Kt @ U @ np.linalg.inv(T.T @ Kc @ U)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.kernel == "precomputed"
+        return tags

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
+from latentfs.core.base import check_fitted, check_X
 from latentfs.core.data import DataError, as_continuous, as_rng, check_n_components
 
 __all__ = [
@@ -152,7 +154,7 @@ def _validate_maybe_sparse(X: Any, name: str = "X") -> Any:
     return as_continuous(X, name=name).values
 
 
-class RandomProjection:
+class RandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Johnson–Lindenstrauss random projection x ↦ s · x A (Blum 2006, Theorem 2).
 
     Parameters
@@ -164,7 +166,19 @@ class RandomProjection:
     kind : {"gaussian", "rademacher", "achlioptas", "orthogonal"}
     eps, delta : float
         Distortion and failure probability for ``n_components="auto"``.
-    seed : int, numpy or torch Generator, optional
+    seed : int, numpy or torch Generator, or None, default 0
+
+    Attributes
+    ----------
+    components_ : (n_features, d) array or sparse matrix
+        The scaled matrix s·A.
+    n_components_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
+
+    :meth:`score` measures how well squared distances are kept (0 is perfect), so ``GridSearchCV`` can
+    compare kinds at a fixed ``n_components`` (more components always score higher).
 
     Examples
     --------
@@ -178,7 +192,7 @@ class RandomProjection:
 
     def __init__(
         self, n_components: int | str = "auto", *, kind: str = "gaussian", eps: float = 0.3,
-        delta: float = 0.05, seed: Any = None,
+        delta: float = 0.05, seed: Any = 0,
     ) -> None:
         self.n_components = n_components
         self.kind = kind
@@ -187,8 +201,9 @@ class RandomProjection:
         self.seed = seed
 
     def fit(self, X: Any, y: Any = None) -> RandomProjection:
-        """Draw the matrix for X's number of features (and rows, for ``"auto"``). Sparse X stays sparse."""
-        Xv = _validate_maybe_sparse(X)
+        """Draw the matrix for X's number of features (and rows, for ``"auto"``); ``y`` is ignored."""
+        Xc = check_X(self, X, reset=True, accept_sparse="csr", ensure_all_finite=False)
+        Xv = _validate_maybe_sparse(X if hasattr(X, "iloc") else Xc)
         n, N = Xv.shape
         d: Any = jl_min_dim(n, self.eps, self.delta) if self.n_components == "auto" else self.n_components
         if self.n_components == "auto" and d >= N:
@@ -200,18 +215,31 @@ class RandomProjection:
             )
         self.components_ = random_projection_matrix(N, d, self.kind, seed=self.seed)
         self.n_components_ = int(self.components_.shape[1])
-        self.n_features_in_ = N
         return self
+
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.n_components_)
 
     def transform(self, X: Any) -> np.ndarray:
         """Project rows of X (dense or scipy.sparse) to d dimensions; returns a dense array."""
-        if not hasattr(self, "components_"):
-            raise DataError("RandomProjection is not fitted yet; call fit(X) first.")
-        Xv = _validate_maybe_sparse(X)
-        if Xv.shape[1] != self.n_features_in_:
-            raise DataError(f"X must have {self.n_features_in_} features (as in fit); got {Xv.shape[1]}.")
+        check_fitted(self, "components_", call="fit(X)")
+        Xv = check_X(self, X, reset=False, accept_sparse="csr")
         out = Xv @ self.components_
         return np.asarray(out.toarray() if sp.issparse(out) else out)
 
-    def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
-        return self.fit(X).transform(X)
+    def score(self, X: Any, y: Any = None) -> float:
+        """−mean |‖z_i − z_j‖²/‖x_i − x_j‖² − 1| over the pairs of rows of ``X`` (0 when every squared distance
+        is kept; Theorem 2 bounds each term by ε with high probability). At most 500 evenly spaced rows are
+        used; ``y`` is ignored."""
+        check_fitted(self, "components_", call="fit(X)")
+        Xv = check_X(self, X, reset=False, accept_sparse="csr")
+        if Xv.shape[0] > 500:
+            Xv = Xv[np.linspace(0, Xv.shape[0] - 1, 500).astype(np.int64)]
+        ratios = squared_distance_ratios(Xv, self.transform(Xv))
+        return -float(np.mean(np.abs(ratios - 1.0))) if ratios.size else 0.0
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

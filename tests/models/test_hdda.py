@@ -79,7 +79,7 @@ def test_common_orientation_models_share_one_subspace(rng):
 def test_decision_function_is_the_cost_and_posteriors_follow(rng):
     X, y = gaussian_classes(rng)
     clf = HDDA("AkBkQkDk", n_dims=2).fit(X, y)
-    K = clf.decision_function(X)
+    K = clf.cost(X)
     proba = clf.predict_proba(X)
     np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-12)
     np.testing.assert_array_equal(proba.argmax(1), K.argmin(1))

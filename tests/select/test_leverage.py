@@ -182,7 +182,7 @@ def test_kmeans_ratio_on_brute_force_instances(rng):
         A = rng.normal(size=(11, 80))
         A[:5, :8] += 3
         Fopt = brute_force_kmeans(A, 2)
-        sel = LeverageScoreSelector(20, n_clusters=2, seed=rng).fit(A)
+        sel = LeverageScoreSelector(20, n_components=2, seed=rng).fit(A)
         At = sel.transform(A)
         lab_t = min(itertools.product(range(2), repeat=10),
                     key=lambda a: kmeans_objective(At, np.array((0, *a))) if len(set((0, *a))) == 2 else np.inf)
@@ -198,7 +198,7 @@ def test_kmeans_ratio_on_brute_force_instances(rng):
 # --- recovery tier -------------------------------------------------------------------------------
 def test_top_leverage_features_are_the_informative_ones(rng):
     A, lab = mixture(rng, n=45, d=300, g=10, k=3, shift=5.0)
-    sel = LeverageScoreSelector(10, n_clusters=3, scheme="top", center=True).fit(A)
+    sel = LeverageScoreSelector(10, n_components=3, scheme="top", center=True).fit(A)
     assert len(set(sel.get_support(indices=True)) & set(range(10))) >= 8
     res = kmeans_feature_selection(A, 3, 30, n_repeats=3, seed=0)
     assert clustering_accuracy(res.labels, lab) == 1.0
@@ -211,7 +211,7 @@ def test_sparse_input_selector(rng):
     A = sp.random(60, 400, density=0.05, random_state=3, format="lil")
     A[:30, :5] = 5.0
     A = A.tocsr()
-    sel = LeverageScoreSelector(n_clusters=2, svd="randomized", seed=0).fit(A)
+    sel = LeverageScoreSelector(n_components=2, svd="randomized", seed=0).fit(A)
     assert sp.issparse(sel.transform(A))
     assert sel.transform(A).shape[1] == sel.get_support().sum()
     assert sel.weights_.scores.sum() == pytest.approx(1.0)
@@ -225,9 +225,9 @@ def test_bad_input(rng):
     with pytest.raises(DataError, match="k must not exceed the numerical rank of X \\(3\\)"):
         right_singular_vectors(A, 5)
     with pytest.raises(DataError, match="k must not exceed the numerical rank"):
-        LeverageScoreSelector(n_clusters=4).fit(A)
+        LeverageScoreSelector(n_components=4).fit(A)
     with pytest.raises(DataError, match="n_features_to_select must be at most the number of features \\(30\\)"):
-        LeverageScoreSelector(31, n_clusters=2, scheme="top").fit(A)
+        LeverageScoreSelector(31, n_components=2, scheme="top").fit(A)
     with pytest.raises(DataError, match="r must be at most the number of features"):
         sample_features(np.ones(4) / 4, 5, scheme="bernoulli")
     with pytest.raises(DataError, match="n_features_to_select must be a positive integer"):
@@ -235,9 +235,9 @@ def test_bad_input(rng):
     An = A.copy()
     An[2, 3] = np.nan
     with pytest.raises(DataError, match="must not contain NaN"):
-        LeverageScoreSelector(n_clusters=2).fit(An)
+        LeverageScoreSelector(n_components=2).fit(An)
     with pytest.raises(DataError, match="must not contain NaN or infinite values; row 2 column 3"):
-        LeverageScoreSelector(n_clusters=2).fit(sp.csr_matrix(An))
+        LeverageScoreSelector(n_components=2).fit(sp.csr_matrix(An))
     with pytest.raises(DataError, match="scheme must be one of"):
         LeverageScoreSelector(scheme="uniform").fit(A)
     with pytest.raises(DataError, match="method must be one of"):

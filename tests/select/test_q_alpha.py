@@ -14,17 +14,15 @@ from latentfs.core.weights import FeatureWeights
 from latentfs.datasets.synthetic import multiclass, sessions, weston_linear, weston_nonlinear
 from latentfs.select import q_alpha as qa
 from latentfs.select.q_alpha import (
-    KernelQAlpha,
     QAlpha,
     SupervisedQAlpha,
     design_matrix,
-    feature_kernel,
-    kernel_q_alpha,
     preprocess_features,
     q_alpha,
     select_by_gap,
     supervised_q_alpha,
 )
+from latentfs.select.q_alpha_kernel import KernelQAlpha, feature_kernel, kernel_q_alpha
 
 # --- generators (the paper's synthetic problems, digest §4) ------------------------------------
 
@@ -276,10 +274,10 @@ def test_probabilistic_perron_frobenius_theorem10(rng):
 # --- recovery tier -------------------------------------------------------------------------------
 def test_planted_features_recovered_by_selector_and_gap(rng):
     X = planted(rng, q=80, n=200, n_rel=5, shift=2.5)
-    sel = QAlpha(5, n_clusters=2).fit(X)
+    sel = QAlpha(5, n_components=2).fit(X)
     assert isinstance(sel.weights_, FeatureWeights)
     assert sel.get_support(indices=True).tolist() == [0, 1, 2, 3, 4]
-    gap = QAlpha("gap", n_clusters=2).fit(X)
+    gap = QAlpha("gap", n_components=2).fit(X)
     assert gap.get_support(indices=True).tolist() == [0, 1, 2, 3, 4]
     assert gap.transform(X).shape == (80, 5)
 
@@ -302,7 +300,7 @@ def test_kernel_q_alpha_recovers_hidden_session_features(rng):
     ker = lin = 0
     for _ in range(8):
         X = sessions(0.001, rng)
-        a = KernelQAlpha(12, kernel="sections", n_clusters=3, section_size=8).fit(X).weights_.scores
+        a = KernelQAlpha(12, kernel="sections", n_components=3, section_size=8).fit(X).weights_.scores
         ker += np.sum(np.argsort(-a)[:12] < 12) >= 10
         b = q_alpha(X, 3).alpha
         lin += np.sum(np.argsort(-b)[:12] < 12) >= 10
@@ -315,7 +313,7 @@ def test_kernel_without_feature_centring_fails_on_sessions(rng):
     fails = 0
     for _ in range(3):
         X = sessions(0.001, rng)
-        a = KernelQAlpha(kernel="sections", n_clusters=3, feature_center=False).fit(X).weights_.scores
+        a = KernelQAlpha(kernel="sections", n_components=3, feature_center=False).fit(X).weights_.scores
         fails += np.sum(np.argsort(-a)[:12] < 12) < 10
     assert fails == 3
 
@@ -375,11 +373,11 @@ def test_supervised_literal_works_on_mean_shift_but_its_criterion_prefers_noise_
 # --- bad input -----------------------------------------------------------------------------------
 def test_bad_input_messages(rng):
     X = rng.normal(size=(10, 6))
-    with pytest.raises(DataError, match="n_clusters must be at most 6"):
+    with pytest.raises(DataError, match="n_components must be at most 6"):
         q_alpha(rng.normal(size=(20, 6)), 7)
-    with pytest.raises(DataError, match="n_clusters must be at most 9"):
+    with pytest.raises(DataError, match="n_components must be at most 9"):
         q_alpha(rng.normal(size=(10, 20)), 10)
-    with pytest.raises(DataError, match="n_clusters must not exceed the rank of the preprocessed data"):
+    with pytest.raises(DataError, match="n_components must not exceed the rank of the preprocessed data"):
         q_alpha(np.repeat(X[:, :1], 6, axis=1) + np.arange(6) + rng.normal(size=(10, 1)) * [0, 0, 0, 0, 0, 1], 3)
     Xc = X.copy()
     Xc[:, 2] = 4.0
@@ -432,7 +430,7 @@ def test_kernel_bad_input(rng):
     with pytest.raises(DataError, match="V must be finite"):
         kernel_q_alpha(np.full((3, 3), np.nan))
     low = np.ones((4, 4))
-    with pytest.raises(DataError, match="n_clusters must be at most 1"):
+    with pytest.raises(DataError, match="n_components must be at most 1"):
         kernel_q_alpha(low, 2)
     with pytest.raises(DataError, match="kernel must be one of"):
         feature_kernel(rng.normal(size=(10, 4)), "cubic")

@@ -14,7 +14,7 @@ from latentfs.subspace.kernel_features import (
     landmark_count,
 )
 
-RBF = {"kernel": "rbf", "kernel_params": {"width": 2.0}}
+RBF = {"kernel": "rbf", "kernel_params": {"gamma": 0.5}}
 
 
 @pytest.fixture
@@ -26,11 +26,11 @@ def test_f2_whitened_geometry(X, rng):
     fmap = KernelFeatureMap(25, mapping="F2", seed=0, **RBF).fit(X)
     S = fmap.landmarks_
     F_S = fmap.transform(S)
-    np.testing.assert_allclose(F_S @ F_S.T, kernel_matrix(S, S, "rbf", width=2.0), atol=1e-8)  # F2·F2 = K on S
+    np.testing.assert_allclose(F_S @ F_S.T, kernel_matrix(S, S, "rbf", gamma=0.5), atol=1e-8)  # F2·F2 = K on S
     Y = rng.normal(size=(30, 4))
     F = fmap.transform(Y)
     assert np.all(np.sum(F**2, axis=1) <= 1.0 + 1e-10)  # ‖F2(x)‖² ≤ K(x, x) = 1: projection shrinks
-    K_YS = kernel_matrix(Y, S, "rbf", width=2.0)
+    K_YS = kernel_matrix(Y, S, "rbf", gamma=0.5)
     nystrom_gram = K_YS @ np.linalg.solve(fmap.kernel_landmarks_, K_YS.T)
     np.testing.assert_allclose(F @ F.T, nystrom_gram, atol=1e-8)  # K(x, S) M⁻¹ K(S, y)
     sym = KernelFeatureMap(mapping="F2", landmarks=fmap.landmark_indices_, whitening="symmetric", **RBF).fit(X)
@@ -50,7 +50,7 @@ def test_singular_landmark_matrix_uses_pseudo_inverse(X):
     fmap = KernelFeatureMap(mapping="F2", landmarks=idx, **RBF).fit(X)
     assert fmap.whitening_used_ == "symmetric"
     F = fmap.transform(X[idx])
-    np.testing.assert_allclose(F @ F.T, kernel_matrix(X[idx], X[idx], "rbf", width=2.0), atol=1e-8)
+    np.testing.assert_allclose(F @ F.T, kernel_matrix(X[idx], X[idx], "rbf", gamma=0.5), atol=1e-8)
 
 
 def test_f1_and_f2_span_the_same_space_and_f3_preserves_gram(X):
@@ -69,8 +69,8 @@ def test_f1_and_f2_span_the_same_space_and_f3_preserves_gram(X):
 def test_landmark_rules(X):
     def residual(idx):
         S = X[idx]
-        K = kernel_matrix(X, S, "rbf", width=2.0)
-        M = kernel_matrix(S, S, "rbf", width=2.0)
+        K = kernel_matrix(X, S, "rbf", gamma=0.5)
+        M = kernel_matrix(S, S, "rbf", gamma=0.5)
         return float(np.max(1.0 - np.sum(K * np.linalg.solve(M, K.T).T, axis=1)))
 
     piv = KernelFeatureMap(15, landmarks="pivoted_cholesky", **RBF).fit(X).landmark_indices_
@@ -79,12 +79,12 @@ def test_landmark_rules(X):
     assert len(set(piv)) == len(set(kpp)) == len(set(rnd)) == 15
     assert residual(piv) < residual(rnd)  # the greedy rule shrinks the largest residual K(x,x) − ‖F2(x)‖²
     assert landmark_count(0.1, 0.05, 0.25) == 1520
-    auto = KernelFeatureMap(mapping="F1", eps=0.5, delta=0.5, gamma=0.9, seed=0, **RBF).fit(X)
+    auto = KernelFeatureMap(mapping="F1", eps=0.5, delta=0.5, margin=0.9, seed=0, **RBF).fit(X)
     assert auto.landmark_indices_.size == min(landmark_count(0.5, 0.5, 0.9), 120)
 
 
 def test_kernel_diagonal_closed_forms(X):
-    for kernel, params in (("linear", {}), ("rbf", {"width": 3.0}), ("polynomial", {"degree": 3, "coef0": 0.5})):
+    for kernel, params in (("linear", {}), ("rbf", {"gamma": 1 / 3.0}), ("polynomial", {"degree": 3, "coef0": 0.5})):
         np.testing.assert_allclose(kernel_diagonal(X, kernel, **params), np.diag(kernel_matrix(X, X, kernel, **params)))
     np.testing.assert_allclose(kernel_diagonal(X[:5], lambda a, b: (a @ b.T) ** 2), np.sum(X[:5] ** 2, 1) ** 2)
 
@@ -126,8 +126,8 @@ def test_weak_learner_on_margin_data():
 def test_errors(X):
     with pytest.raises(DataError, match="kernel must be one of"):
         kernel_matrix(X, X, "laplace")
-    with pytest.raises(DataError, match="kernel_params \\['gamma'\\] are not parameters of kernel 'rbf'"):
-        kernel_matrix(X, X, "rbf", gamma=1.0)
+    with pytest.raises(DataError, match="kernel_params \\['width'\\] are not parameters of kernel 'rbf'"):
+        kernel_matrix(X, X, "rbf", width=1.0)
     with pytest.raises(DataError, match="kernel must return a \\(120, 120\\) block"):
         kernel_matrix(X, X, lambda a, b: np.ones((2, 2)))
     with pytest.raises(DataError, match="mapping must be one of"):
@@ -152,7 +152,7 @@ def test_errors(X):
         KernelFeatureMap(mapping="F1", landmarks=np.array([0]), kernel="linear", normalize=True).fit(np.zeros((3, 2)))
     with pytest.raises(DataError, match=r"eps must lie in \(0, 1\)"):
         landmark_count(2.0, 0.1, 0.1)
-    with pytest.raises(DataError, match=r"gamma must lie in \(0, 1\)"):
+    with pytest.raises(DataError, match=r"margin must lie in \(0, 1\)"):
         RandomHyperplaneWeakLearner(0.0).fit(X, np.sign(X[:, 0]))
     with pytest.raises(DataError, match="y must hold exactly 2 classes"):
         RandomHyperplaneWeakLearner(0.1).fit(X, np.arange(120) % 3)

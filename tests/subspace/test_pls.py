@@ -161,13 +161,13 @@ def test_kernel_pls_wahba_demo():
     x = np.linspace(0, 3.5, 100)[:, None]
     z = 4.26 * (np.exp(-x[:, 0]) - 4 * np.exp(-2 * x[:, 0]) + 3 * np.exp(-3 * x[:, 0]))
     y = z + 0.2 * rng.normal(size=100)
-    mse = [np.mean((KernelPLS(p, kernel="rbf", kernel_params={"width": 1.8}).fit(x, y).predict(x) - y) ** 2)
+    mse = [np.mean((KernelPLS(p, kernel="rbf", kernel_params={"gamma": 1 / 1.8}).fit(x, y).predict(x) - y) ** 2)
            for p in (1, 2, 4, 8)]
     assert all(a >= b - 1e-12 for a, b in zip(mse[:-1], mse[1:], strict=True))  # training MSE non-increasing in p
-    truth = [np.mean((KernelPLS(p, kernel_params={"width": 1.8}).fit(x, y).predict(x) - z) ** 2) for p in (1, 8)]
+    truth = [np.mean((KernelPLS(p, kernel_params={"gamma": 1 / 1.8}).fit(x, y).predict(x) - z) ** 2) for p in (1, 8)]
     assert truth[1] < truth[0] and truth[1] < 0.02
     # with a narrow kernel (numerically full rank) many components drive the fit towards interpolation
-    fits = [KernelPLS(p, kernel_params={"width": 0.003}).fit(x, y).predict(x) for p in (10, 40)]
+    fits = [KernelPLS(p, kernel_params={"gamma": 1 / 0.003}).fit(x, y).predict(x) for p in (10, 40)]
     assert np.abs(fits[1] - y).max() < 0.01 < np.abs(fits[0] - y).max()
 
 

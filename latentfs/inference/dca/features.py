@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from latentfs.core.data import DataError, as_counts, as_labels, check_n_components
+from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, check_y_finite
+from latentfs.core.data import DataError, as_counts, as_labels, check_choice, check_n_components
 from latentfs.core.results import Posterior
 
 __all__ = ["component_features", "fold_in_features", "DCAFeatures", "DCAClassifier"]
@@ -187,23 +189,63 @@ def fold_in_features(
     return _features(a - alpha, scores, kind, threshold)
 
 
-class DCAFeatures:
+def _keep_empty(model: Any, method: str) -> dict[str, Any]:
+    """``empty_documents="keep"`` where the engine takes it: an empty row is a document of the data too (it gets
+    its prior), so that every row of ``X`` has a feature row, as scikit-learn's LDA does."""
+    from latentfs.core.registry import _ENGINES, _load_engines, engine_options
+
+    _load_engines()
+    engine = next((_ENGINES[(c, method)] for c in type(model).__mro__ if (c, method) in _ENGINES), None)
+    accepted = engine_options(engine) if engine is not None else []
+    return {"empty_documents": "keep"} if accepted is None or "empty_documents" in accepted else {}
+
+
+def _check_non_integer(non_integer: str) -> None:
+    check_choice("non_integer", non_integer, ("error", "round"))
+
+
+def _rounded_counts(estimator: Any, X: Any, *, reset: bool, min_samples: int = 1) -> Any:
+    """``X`` checked as a non-negative count matrix (CSR kept sparse), rounded when ``non_integer="round"``."""
+    X = check_X(estimator, X, reset=reset, accept_sparse="csr", ensure_min_samples=min_samples)
+    data = X.data if sp.issparse(X) else X
+    if data.size and data.min() < 0:
+        raise DataError(
+            f"Negative values in data passed to {type(estimator).__name__}: X must hold non-negative counts; its "
+            f"smallest entry is {float(data.min()):g}. Pass raw counts, not centred values."
+        )
+    if estimator.non_integer == "round":
+        X = X.copy()
+        if sp.issparse(X):
+            X.data = np.round(X.data)
+            X.eliminate_zeros()
+        else:
+            X = np.round(X)
+    return X
+
+
+class DCAFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Component features of documents (module docstring): fit a DCA model, then E[c] or E[m] per document.
 
     Parameters
     ----------
     model : a latentfs DCA model (DirichletDCA, GammaPoissonDCA, ConditionalGammaPoissonDCA)
+        A parameter: ``fit`` does not change it, and :func:`sklearn.base.clone` copies it.
     kind : {"counts", "proportions"}
     threshold : float, default 0.01
         Components with expected count below this are absent (the chapter's rule).
     method : str, default "vb"
-    seed : int
+    seed : int, Generator or None, default 0
     fit_options : dict, optional
         Passed to :func:`latentfs.fit`.
+    non_integer : {"error", "round"}
+        What to do with non-integer entries of ``X``: raise (the models are for counts), or round first.
 
     Attributes
     ----------
     result_ : Posterior of the fit
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
@@ -217,13 +259,14 @@ class DCAFeatures:
 
     def __init__(
         self,
-        model: Any,
+        model: Any = None,
         *,
         kind: str = "counts",
         threshold: float = 0.01,
         method: str = "vb",
-        seed: int = 0,
+        seed: Any = 0,
         fit_options: dict[str, Any] | None = None,
+        non_integer: str = "error",
     ) -> None:
         self.model = model
         self.kind = kind
@@ -231,32 +274,71 @@ class DCAFeatures:
         self.method = method
         self.seed = seed
         self.fit_options = fit_options
+        self.non_integer = non_integer
 
     def fit(self, X: Any, y: Any = None) -> DCAFeatures:
+        """Fit the DCA model to the counts ``X``; ``y`` is ignored."""
         from latentfs.core.registry import fit
+        from latentfs.models.dca import DirichletDCA
 
         _check_kind(self.kind, self.threshold)
-        self.result_ = fit(self.model, X, method=self.method, seed=self.seed, **(self.fit_options or {}))
+        _check_non_integer(self.non_integer)
+        counts = _rounded_counts(self, X, reset=True)
+        model = DirichletDCA(2) if self.model is None else self.model
+        K, J = int(getattr(model, "n_components", 1)), counts.shape[1]
+        if K > J:
+            raise DataError(
+                f"model has {K} components but X has n_features = {J} word(s); more components than words cannot "
+                "be told apart. Use a model with fewer components or more words."
+            )
+        options = {**_keep_empty(model, self.method), **(self.fit_options or {})}
+        self.result_ = fit(model, counts, method=self.method, seed=self.seed, **options)
         return self
 
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.result_.mean("topic_word").shape[0])
+
     def _check_fitted(self) -> Posterior:
-        if not hasattr(self, "result_"):
-            raise DataError("this DCAFeatures is not fitted yet; call fit(X) first.")
+        check_fitted(self, "result_", call="fit(X)")
         return self.result_
 
     def transform(self, X: Any) -> np.ndarray:
         """Features of (new) documents by fold-in with Θ fixed."""
-        return fold_in_features(self._check_fitted(), X, kind=self.kind, threshold=self.threshold)
+        result = self._check_fitted()
+        return fold_in_features(result, _rounded_counts(self, X, reset=False), kind=self.kind, threshold=self.threshold)
 
     def fit_transform(self, X: Any, y: Any = None) -> np.ndarray:
-        """Fit, then the fitted documents' own features (from the fit, not a second fold-in)."""
+        """Fit, then the fitted documents' own features (from the fit, not a second fold-in).
+
+        These equal ``fit(X).transform(X)`` only at convergence: the fit's E[c] comes from the joint fit,
+        ``transform`` folds each document in again with Θ held at its posterior mean.
+        """
         return component_features(self.fit(X).result_, kind=self.kind, threshold=self.threshold)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return _computed_state(self)
 
-class DCAClassifier:
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+
+def _computed_state(estimator: Any) -> dict[str, Any]:
+    """The estimator's state for pickling: a Posterior may hold its pointwise log-likelihood as a closure until
+    first use; computing it leaves plain arrays."""
+    post = estimator.__dict__.get("result_")
+    if post is not None and hasattr(post, "pointwise_log_likelihood"):
+        post.pointwise_log_likelihood()
+    return BaseEstimator.__getstate__(estimator)
+
+
+class DCAClassifier(ParamsAsDataError, ClassifierMixin, BaseEstimator):
     """Dirichlet DCA as a classifier: the class is an extra multinomial group (Buntine & Jakulin, Sections 4.4, 9).
 
-    Training documents get ``class_weight`` tokens of their class's word in the class group; the grouped
+    Training documents get ``class_tokens`` tokens of their class's word in the class group; the grouped
     model is fitted to words and classes together. A test document's class group is empty (it contributes
     nothing), its proportions are folded in from its words with Θ fixed, and
     P(class c | w) = Σ_k E_q[m_k] θ_{c,k}; the rows sum to 1 because Θ is normalised within the class
@@ -267,7 +349,7 @@ class DCAClassifier:
     n_components : int
     alpha : float or array (K,), default 1/K
     gamma : float, default 0.5
-    class_weight : int, default 1
+    class_tokens : int, default 1
         Tokens of the class word added to each training document (the chapter adds the class as one
         multinomial group; more tokens tie components more tightly to classes).
     groups : array (J,), optional
@@ -288,11 +370,13 @@ class DCAClassifier:
     threshold : float in (0, 1), optional
         Two classes only: predict ``classes_[1]`` when its probability is at least ``threshold``
         (instead of the larger probability).
+    non_integer : {"error", "round"}
+        What to do with non-integer entries of ``X``: raise (the model is for counts), or round first.
 
     Attributes
     ----------
     classes_ : ndarray, the class labels; class_prior_ : ndarray, π used; result_ : the fitted Posterior;
-    n_features_in_ : int
+    n_features_in_ : int; feature_names_in_ : ndarray of str (only when ``X`` had string column names)
 
     Examples
     --------
@@ -307,28 +391,30 @@ class DCAClassifier:
 
     def __init__(
         self,
-        n_components: int,
+        n_components: int = 10,
         *,
         alpha: Any = None,
         gamma: Any = 0.5,
-        class_weight: int = 1,
+        class_tokens: int = 1,
         groups: Any = None,
         method: str = "vb",
         seed: int = 0,
         fit_options: dict[str, Any] | None = None,
         class_prior: Any = "uniform",
         threshold: float | None = None,
+        non_integer: str = "error",
     ) -> None:
         self.n_components = n_components
         self.alpha = alpha
         self.gamma = gamma
-        self.class_weight = class_weight
+        self.class_tokens = class_tokens
         self.groups = groups
         self.method = method
         self.seed = seed
         self.fit_options = fit_options
         self.class_prior = class_prior
         self.threshold = threshold
+        self.non_integer = non_integer
 
     def _resolve_prior(self, frequencies: np.ndarray) -> np.ndarray | None:
         """π of the decision (None for the model's own posterior); validates class_prior and threshold."""
@@ -361,13 +447,14 @@ class DCAClassifier:
         from latentfs.core.registry import fit
         from latentfs.models.dca import DirichletDCA, check_groups
 
-        counts = as_counts(X, name="X").csr
+        _check_non_integer(self.non_integer)
+        counts = as_counts(_rounded_counts(self, X, reset=True, min_samples=2), name="X", empty_documents="keep").csr
         n, J = counts.shape
-        codes, classes = as_labels(y, n)
+        codes, classes = as_labels(_class_labels(y), n)
         check_n_components(self.n_components, J + classes.size, what="the number of words plus classes")
-        w = self.class_weight
+        w = self.class_tokens
         if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1:
-            raise DataError(f"class_weight must be a positive integer (class tokens per document); got {w!r}.")
+            raise DataError(f"class_tokens must be a positive integer (class tokens per document); got {w!r}.")
         if self.method not in ("vb", "gibbs"):
             raise DataError(f"method must be 'vb' or 'gibbs'; got {self.method!r}.")
         word_groups = np.zeros(J, dtype=np.int64) if self.groups is None else check_groups(self.groups)
@@ -380,22 +467,24 @@ class DCAClassifier:
         self.class_prior_ = self._resolve_prior(np.bincount(codes, minlength=classes.size).astype(np.float64))
         self.result_ = fit(model, augmented, method=self.method, seed=self.seed, **(self.fit_options or {}))
         self.classes_ = classes
-        self.n_features_in_ = J
         return self
 
+    def __getstate__(self) -> dict[str, Any]:
+        return _computed_state(self)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
     def _check_fitted(self) -> None:
-        if not hasattr(self, "result_"):
-            raise DataError("this DCAClassifier is not fitted yet; call fit(X, y) first.")
+        check_fitted(self, "result_", call="fit(X, y)")
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """P(class | words) for each document (n, C) under ``class_prior``; rows sum to 1."""
         self._check_fitted()
-        counts = as_counts(X, name="X", empty_documents="keep").csr
-        if counts.shape[1] != self.n_features_in_:
-            raise DataError(
-                f"X must have {self.n_features_in_} features (as in fit); got {counts.shape[1]}. Use the training "
-                "columns."
-            )
+        counts = as_counts(_rounded_counts(self, X, reset=False), name="X", empty_documents="keep").csr
         theta = self.result_.mean("topic_word")
         J = self.n_features_in_
         alpha = np.asarray(self.result_.hyperparameters["alpha"], dtype=np.float64)
@@ -414,3 +503,21 @@ class DCAClassifier:
         if self.threshold is not None:
             return self.classes_[(proba[:, 1] >= self.threshold).astype(np.int64)]
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+def _class_labels(y: Any) -> Any:
+    """y as 1-D class labels (a column vector flattened with scikit-learn's warning); a continuous target is
+    refused in scikit-learn's words."""
+    from sklearn.utils.multiclass import type_of_target
+    from sklearn.utils.validation import column_or_1d
+
+    if y is None:
+        raise DataError("DCAClassifier needs class labels: call fit(X, y) with y (DCAClassifier requires y to be "
+                        "passed, but the target y is None).")
+    arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    check_y_finite(arr)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = column_or_1d(arr, warn=True)
+    if arr.ndim == 1 and arr.dtype.kind in "fc" and type_of_target(arr) == "continuous":
+        raise DataError("Unknown label type: continuous. y must hold class labels for DCAClassifier.")
+    return arr

@@ -1,9 +1,9 @@
 """The HDDA and HDDC estimators: Bouveyron, Girard & Schmid (2006), LNCS 3940.
 
-:class:`HDDA` is the supervised classifier (``fit(X, y)``, ``predict``, ``predict_proba``,
-``decision_function`` = the cost K_i) and :class:`HDDC` the clusterer; both follow the scikit-learn
-conventions (learned attributes end in ``_``). The model is declared in :mod:`latentfs.models.hdda`; the
-numerics live in :mod:`latentfs.inference.hdda.numerics`.
+:class:`HDDA` is the supervised classifier (``fit(X, y)``, ``predict``, ``predict_proba``, ``cost`` = the
+cost K_i, ``decision_function`` = −K_i/2, scikit-learn's larger-is-likelier convention) and :class:`HDDC` the
+clusterer; both are scikit-learn estimators (learned attributes end in ``_``). The model is declared in
+:mod:`latentfs.models.hdda`; the numerics live in :mod:`latentfs.inference.hdda.numerics`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import column_or_1d
 
+from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, check_y_finite
 from latentfs.core.data import DataError, as_continuous, as_labels, check_n_components, check_positive
+from latentfs.core.estimator import match_columns
 from latentfs.inference.hdda import numerics as _numerics
 
 __all__ = ["HDDA", "HDDC"]
@@ -26,43 +31,34 @@ def _num() -> Any:
     return _numerics
 
 
-class _ParamsMixin:
-    """get_params / set_params from the constructor signature (scikit-learn protocol, no scikit-learn)."""
+class _HDDBase(ParamsAsDataError, BaseEstimator):
+    """Shared prediction plumbing of :class:`HDDA` and :class:`HDDC` (the cost K_i and its softmax)."""
 
     params_: Any
     n_features_in_: int
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        import inspect
-
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {n: getattr(self, n) for n in names}
-
-    def set_params(self, **params: Any) -> Any:
-        valid = self.get_params()
-        for key, value in params.items():
-            if key not in valid:
-                raise DataError(f"{type(self).__name__} has no parameter {key!r}; valid: {sorted(valid)}.")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
-
-    # ---- shared prediction plumbing --------------------------------------------------------------
     def _check_fitted(self) -> None:
-        if not hasattr(self, "params_"):
-            raise DataError(f"{type(self).__name__} is not fitted yet; call fit first.")
+        check_fitted(self, "params_")
+
+    def _fit_input(self, X: Any, min_samples: int = 1) -> Any:
+        """X as float64 (DataError messages) with ``n_features_in_``/``feature_names_in_`` set."""
+        # a class subspace needs a lower dimension than the data: at least 2 features
+        checked = check_X(self, X, reset=True, ensure_all_finite=False, ensure_min_samples=min_samples,
+                          ensure_min_features=2)
+        return as_continuous(X if hasattr(X, "iloc") else checked, name="X", missing="error", min_samples=min_samples)
 
     def _check_X(self, X: Any) -> np.ndarray:
         self._check_fitted()
-        values = as_continuous(X, name="X", missing="error").values
-        if values.shape[1] != self.n_features_in_:
+        X = match_columns(self, X)
+        given = getattr(X, "shape", (0, None))[-1]
+        if given is not None and given != self.n_features_in_:
             raise DataError(
-                f"X must have the {self.n_features_in_} features seen in fit; got {values.shape[1]}. "
-                "Pass the same columns, in the same order."
+                f"X must have the {self.n_features_in_} features seen in fit; got {given}. Pass the same columns, "
+                f"in the same order (X has {given} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input)."
             )
-        return values
+        checked = check_X(self, X, reset=False, ensure_all_finite=False)
+        return as_continuous(checked, name="X", missing="error").values
 
     @property
     def means_(self) -> np.ndarray:
@@ -92,14 +88,15 @@ class _ParamsMixin:
         """b_i per class."""
         return self.params_.noise
 
-    def decision_function(self, X: Any) -> np.ndarray:
+    def cost(self, X: Any) -> np.ndarray:
         """The cost K_i(x) = −2 log(π_i f_i(x)) − p log 2π of each class (n, k); the predicted class minimises it."""
         return _num().cost(self._check_X(X), self.params_)
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
+        """log P(class i | x) = log softmax(−K/2) (n, k)."""
         from scipy.special import logsumexp
 
-        z = -0.5 * self.decision_function(X)
+        z = -0.5 * self.cost(X)
         return z - logsumexp(z, axis=1, keepdims=True)
 
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -107,7 +104,7 @@ class _ParamsMixin:
         return np.exp(self.predict_log_proba(X))
 
 
-class HDDA(_ParamsMixin):
+class HDDA(ClassifierMixin, _HDDBase):
     """High-dimensional discriminant analysis: supervised classification with class-specific subspaces.
 
     Bouveyron, Girard & Schmid (2006), Theorem 1: assign x to argmin_i K_i(x). Each class's parameters are
@@ -159,9 +156,9 @@ class HDDA(_ParamsMixin):
     def fit(self, X: Any, y: Any) -> HDDA:
         """Estimate each class's parameters (and choose the model by BIC when several are given)."""
         num = _num()
-        data = as_continuous(X, name="X", missing="error")
+        data = self._fit_input(X, min_samples=2)
         Xv = data.values
-        codes, classes = as_labels(y, Xv.shape[0], name="y", min_classes=2)
+        codes, classes = as_labels(_class_labels(y), Xv.shape[0], name="y", min_classes=2)
         counts = np.bincount(codes, minlength=classes.size)
         if (counts < 2).any():
             bad = int(np.flatnonzero(counts < 2)[0])
@@ -183,17 +180,22 @@ class HDDA(_ParamsMixin):
         self.model_ = best
         self.criteria_ = {m: f[3] for m, f in fits.items()}
         self.classes_ = classes
-        self.n_features_in_ = Xv.shape[1]
-        self.feature_names_in_ = np.array(data.feature_names)
         return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """scikit-learn's decision values, larger for the predicted class: −K_i(x)/2 = log(π_i f_i(x)) + const
+        per class (n, k), or for two classes the difference (n,), positive for ``classes_[1]``. The cost
+        itself is :meth:`cost`."""
+        score = -0.5 * self.cost(X)
+        return score[:, 1] - score[:, 0] if score.shape[1] == 2 else score
 
     def predict(self, X: Any) -> np.ndarray:
         """The class minimising K_i(x)."""
-        cost = self.decision_function(X)
+        cost = self.cost(X)
         return self.classes_[np.argmin(cost, axis=1)]
 
-    def score(self, X: Any, y: Any) -> float:
-        """Accuracy on (X, y); labels not seen in fit are an error."""
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy on (X, y) (weighted by ``sample_weight`` when given); labels not seen in fit are an error."""
         Xv = self._check_X(X)
         arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
         if arr.shape != (Xv.shape[0],):
@@ -204,7 +206,7 @@ class HDDA(_ParamsMixin):
                 f"y holds labels not seen in fit: {unseen[:5].tolist()}; known classes are "
                 f"{self.classes_.tolist()}. Drop those rows or refit with them."
             )
-        return float(np.mean(self.predict(Xv) == arr))
+        return float(np.average(self.predict(Xv) == arr, weights=sample_weight))
 
     def bic(self) -> float:
         """BIC = −2 log L + ν log n of the fitted model (lower is better)."""
@@ -212,7 +214,7 @@ class HDDA(_ParamsMixin):
         return float(self.bic_)
 
 
-class HDDC(_ParamsMixin):
+class HDDC(ClusterMixin, _HDDBase):
     """High-dimensional data clustering: a mixture of subspace Gaussians fitted by EM with restarts.
 
     Bouveyron, Girard & Schmid (2007, CSDA). E-step t_i(x) = softmax(−K/2); M-step the supervised estimators
@@ -231,7 +233,7 @@ class HDDC(_ParamsMixin):
         Restarts (the best log-likelihood wins).
     max_iter, tol : EM stopping rule (relative change of the log-likelihood).
     algorithm : {"em", "cem"}, default "em"
-    seed : int or numpy Generator, optional
+    seed : int, numpy Generator or None, default 0
 
     Attributes
     ----------
@@ -261,7 +263,7 @@ class HDDC(_ParamsMixin):
         max_iter: int = 200,
         tol: float = 1e-6,
         algorithm: str = "em",
-        seed: int | np.random.Generator | None = None,
+        seed: int | np.random.Generator | None = 0,
     ) -> None:
         self.n_components = n_components
         self.model = model
@@ -279,7 +281,7 @@ class HDDC(_ParamsMixin):
     def fit(self, X: Any, y: Any = None) -> HDDC:
         """Cluster X (``y`` is ignored)."""
         num = _num()
-        data = as_continuous(X, name="X", missing="error", min_samples=2)
+        data = self._fit_input(X, min_samples=2)
         Xv = data.values
         if self.criterion not in ("bic", "icl"):
             raise DataError(f"criterion must be 'bic' or 'icl'; got {self.criterion!r}.")
@@ -307,16 +309,15 @@ class HDDC(_ParamsMixin):
         self.log_likelihood_ = best.log_likelihood
         self.bic_, self.icl_, self.n_parameters_ = best.bic, best.icl, best.n_parameters
         self.trace_, self.converged_, self.n_iter_ = best.trace, best.converged, best.n_iter
-        self.n_features_in_ = Xv.shape[1]
-        self.feature_names_in_ = np.array(data.feature_names)
         return self
 
     def fit_predict(self, X: Any, y: Any = None) -> np.ndarray:
+        """Fit, then the cluster of each row of ``X`` (``labels_``)."""
         return self.fit(X).labels_
 
     def predict(self, X: Any) -> np.ndarray:
         """The cluster minimising K_i(x)."""
-        return np.argmin(self.decision_function(X), axis=1)
+        return np.argmin(self.cost(X), axis=1)
 
     def sample(self, n_samples: int, *, seed: int | np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Draw (X, labels) from the fitted mixture: x = μ_i + Q̃_i diag(sqrt(a_i − b_i)) z₁ + sqrt(b_i) z₂."""
@@ -336,3 +337,21 @@ class HDDC(_ParamsMixin):
                 x = x + (z if q is None else z @ q.T)
             out[rows] = x
         return out, labels
+
+
+def _class_labels(y: Any) -> Any:
+    """y as a 1-D array of class labels (a column vector is flattened with scikit-learn's warning);
+    a continuous target is refused with scikit-learn's wording."""
+    if y is None:
+        raise DataError("HDDA needs class labels: call fit(X, y) with y (HDDA requires y to be passed, but the "
+                        "target y is None).")
+    arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    check_y_finite(arr)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = column_or_1d(arr, warn=True)
+    if arr.ndim == 1 and arr.dtype.kind in "fc" and type_of_target(arr) == "continuous":
+        raise DataError(
+            "Unknown label type: continuous. y must hold class labels for HDDA (a classifier); "
+            "use HDDC for clusters or a regression model for a continuous target."
+        )
+    return arr

@@ -193,10 +193,23 @@ class MixtureSeparationSelector(BaseSelector):
     Parameters
     ----------
     model : GaussianMixture, LatentProfile or LatentClass
+        The mixture model (a parameter: it is not changed by ``fit``).
     n_features_to_select : int, optional
         Keep the top k; or ``threshold`` on the score R²_j; neither keeps all.
     threshold : float, optional
-    seed : int
+    seed : int, Generator or None, default 0
+        Randomness of the EM starts.
+
+    Attributes
+    ----------
+    weights_ : FeatureWeights
+        R²_j per feature.
+    support_ : ndarray of bool (n_features,)
+    result_ : Posterior
+        The EM fit.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
@@ -208,8 +221,10 @@ class MixtureSeparationSelector(BaseSelector):
     [True, False, False, False]
     """
 
+    _min_samples = 2  # a mixture of one row has no components to separate
+
     def __init__(
-        self, model: Any, *, n_features_to_select: int | None = None, threshold: float | None = None, seed: int = 0
+        self, model: Any, *, n_features_to_select: int | None = None, threshold: float | None = None, seed: Any = 0
     ) -> None:
         self.model = model
         self.n_features_to_select = n_features_to_select

@@ -125,8 +125,8 @@ def test_bad_inputs_are_rejected(dm_result, data):
         DCAFeatures(latentfs.DirichletDCA(2)).transform(X)
     with pytest.raises(DataError, match="this DCAClassifier is not fitted yet"):
         DCAClassifier(2).predict(X)
-    with pytest.raises(DataError, match="class_weight must be a positive integer"):
-        DCAClassifier(2, class_weight=0).fit(X, y)
+    with pytest.raises(DataError, match="class_tokens must be a positive integer"):
+        DCAClassifier(2, class_tokens=0).fit(X, y)
     with pytest.raises(DataError, match="method must be 'vb' or 'gibbs'"):
         DCAClassifier(2, method="em").fit(X, y)
     with pytest.raises(DataError, match="y must have one label per sample"):
