@@ -40,7 +40,10 @@ from pyro import poutine
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
 
-__all__ = ["GaussianMixture", "LatentClass", "LatentProfile", "COVARIANCE_TYPES"]
+__all__ = ["GaussianMixture", "LatentClass", "LatentProfile", "COVARIANCE_TYPES", "PRIOR_RIDGE"]
+
+#: Added to the diagonal of the default Wishart prior covariance Σ0, relative to each column's variance.
+PRIOR_RIDGE = 1e-6
 
 # How each covariance type shares and shapes its precision. "wishart" types carry d×d matrices, "gamma"
 # types diagonal precisions; ``shared`` says whether one precision serves every component.
@@ -123,8 +126,9 @@ class GaussianMixture(_MixtureBase):
         ν0; default d + 2 for Wishart types (finite prior mean of the covariance) and 2 for Gamma types.
     covariance_prior : float or array, optional
         Σ0 (d×d for Wishart types, a variance per feature otherwise); by default the data's covariance
-        (variances) divided by K^(2/d), Fraley & Raftery's (2007) weakly informative default, and the
-        identity when simulating.
+        (variances) divided by K^(2/d), Fraley & Raftery's (2007) weakly informative default (Wishart types
+        add :data:`PRIOR_RIDGE` × each column's variance on the diagonal so that Σ0 stays positive
+        definite for collinear columns or fewer rows than features), and the identity when simulating.
 
     Examples
     --------
@@ -229,6 +233,9 @@ class GaussianMixture(_MixtureBase):
             # volume one of K equal components would take. The whole covariance (between-component spread
             # included) made posterior variances about twice the MLE on Old Faithful.
             s0 = np.atleast_2d(np.cov(X, rowvar=False)) / self.n_components ** (2.0 / d)
+            # A ridge of PRIOR_RIDGE × each column's variance keeps Σ0 positive definite when the columns are
+            # collinear (a duplicated column, fewer rows than features, two rows), as EM's reg_covar does.
+            s0 = s0 + np.diag(PRIOR_RIDGE * np.var(X, axis=0))
         else:
             s0 = np.nanvar(X, axis=0) / self.n_components ** (2.0 / d)
         nu0 = self.degrees_of_freedom if self.degrees_of_freedom is not None else (d + 2.0 if wishart else 2.0)

@@ -19,20 +19,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.data import DataError
+from latentfs.core.data import check_choice, check_int, check_seed
 from latentfs.core.driver import make_generator, run_sampler
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
-from latentfs.inference.mixture.em import (
-    INITIALISATIONS,
+from latentfs.inference.mixture.em import _coords
+from latentfs.inference.mixture.families import (
     CategoricalFamily,
     GaussianFamily,
-    _coords,
     family_for,
-    initial_responsibilities,
     log_joint_components,
     responsibilities,
 )
+from latentfs.inference.mixture.starts import INITIALISATIONS, initial_responsibilities
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 __all__ = ["conjugate_posterior", "prior_tensors", "sample_parameters", "sample_wishart", "sample_dirichlet"]
@@ -228,10 +227,15 @@ def _gibbs_engine(
     >>> res.samples("means").shape
     (2, 30, 2, 3)
     """
+    seed = check_seed(seed)
+    num_chains = check_int("num_chains", num_chains, low=1, remedy="Pass num_chains=4 (at least 2 to check R-hat).")
+    num_warmup = check_int("num_warmup", num_warmup, low=0)
+    num_samples = check_int("num_samples", num_samples, low=1, remedy="Pass a positive number of draws, e.g. 500.")
+    thin = check_int("thin", thin, low=1)
+    if init is not None:
+        check_choice("init", init, sorted(INITIALISATIONS))
     fam = family_for(model, data)
     pr = prior_tensors(fam)
-    if init is not None and init not in INITIALISATIONS:
-        raise DataError(f"init must be one of {sorted(INITIALISATIONS)}; got {init!r}.")
 
     def init_fn(gen: torch.Generator) -> dict[str, Any]:
         resp = initial_responsibilities(fam, init, gen)

@@ -17,27 +17,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import torch
 from torch.distributions import Dirichlet, Gamma, kl_divergence
 
-from latentfs.core.data import DataError
-from latentfs.core.driver import make_generator, run_optimizer
+from latentfs.core.data import DataError, check_choice
+from latentfs.core.driver import make_generator, run_optimizer, run_restarts
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
-from latentfs.inference.mixture.em import (
+from latentfs.inference.mixture.em import _check_n_init, _coords, check_em_options, entropy_of
+from latentfs.inference.mixture.families import (
     FULL_E_STEPS,
-    INITIALISATIONS,
     CategoricalFamily,
     GaussianFamily,
-    _coords,
     _gaussian_log_diagonal,
-    entropy_of,
     family_for,
-    initial_responsibilities,
     responsibilities,
 )
 from latentfs.inference.mixture.gibbs import conjugate_posterior, prior_tensors
+from latentfs.inference.mixture.starts import INITIALISATIONS, initial_responsibilities
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 __all__ = ["expected_log_component", "kl_wishart", "kl_parameters", "vb_step"]
@@ -164,8 +161,11 @@ def vb_step(fam: Any, q: dict[str, torch.Tensor], pr: dict[str, torch.Tensor]) -
 
 
 def _fitted_sites(fam: Any, q: dict[str, torch.Tensor]) -> dict[str, dict[str, Any]]:
-    """Sites for the Posterior: Dirichlet weights; Gamma precisions; Normal means (the marginal Student-t
-    matched by its variance); plug-in covariance (E[Λ]⁻¹); latent-class probabilities at their means."""
+    """Sites for the Posterior, storing q(θ) itself: Dirichlet weights; Wishart (ν_k, W_k) or Gamma
+    (a, b) precisions; Normal means with the marginal Student-t matched by its variance, plus ``kappa`` κ_k
+    so that the conditional q(μ_k | Λ_k) = N(m_k, (κ_k Λ_k)⁻¹) can be rebuilt (Bishop 2006, eq. 10.59);
+    plug-in covariance E[Λ]⁻¹ as a point; latent-class probabilities at their means (their Dirichlet
+    concentrations are in ``extras["item_concentration"]``)."""
     out: dict[str, dict[str, Any]] = {"weights": {"family": "dirichlet", "concentration": q["alpha"].numpy()}}
     if fam.kind == "categorical":
         conc = q["item_concentration"]
@@ -179,10 +179,16 @@ def _fitted_sites(fam: Any, q: dict[str, torch.Tensor]) -> dict[str, dict[str, A
     means = (q["mean"] + fam.shift).numpy()
     if fam.kind == "wishart":
         w = torch.linalg.inv(q["scale_inv"])
+        w = 0.5 * (w + w.transpose(-1, -2))
         e_prec = q["dof"][:, None, None] * w
         denom = (q["dof"] - d - 1).clamp_min(1e-3)[:, None]
         var = torch.diagonal(q["scale_inv"], dim1=-2, dim2=-1) / denom / q["kappa"][:, None]
-        out["precision"] = {"family": "point", "value": e_prec.reshape(shape).numpy()}
+        tied = fam.covariance_type == "tied"
+        out["precision"] = {
+            "family": "wishart",
+            "dof": (q["dof"][0] if tied else q["dof"]).numpy(),
+            "scale": w.reshape(shape).numpy(),
+        }
         out["covariance"] = {"family": "point", "value": torch.linalg.inv(e_prec).reshape(shape).numpy()}
     else:
         a, b = q["shape"].expand_as(q["rate"]), q["rate"]
@@ -193,7 +199,8 @@ def _fitted_sites(fam: Any, q: dict[str, torch.Tensor]) -> dict[str, dict[str, A
             "rate": b.reshape(shape).numpy(),
         }
         out["covariance"] = {"family": "point", "value": (b / a).reshape(shape).numpy()}
-    out["means"] = {"family": "normal", "loc": means, "scale": var.sqrt().numpy()}
+    kappa = q["kappa"].expand(k) if q["kappa"].dim() <= 1 else q["kappa"]
+    out["means"] = {"family": "normal", "loc": means, "scale": var.sqrt().numpy(), "kappa": kappa.numpy()}
     return out
 
 
@@ -201,7 +208,7 @@ def _vb_engine(
     model: Any,
     data: Any,
     *,
-    n_init: int = 3,
+    n_init: Any = 3,
     init: str | None = None,
     max_iter: int = 1000,
     tol: float = 1e-8,
@@ -224,29 +231,26 @@ def _vb_engine(
     """
     fam = family_for(model, data)
     pr = prior_tensors(fam)
-    if init is not None and init not in INITIALISATIONS:
-        raise DataError(f"init must be one of {sorted(INITIALISATIONS)}; got {init!r}.")
-    if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 1:
-        raise DataError(f"n_init must be a positive integer; got {n_init!r}.")
+    if init is not None:
+        check_choice("init", init, sorted(INITIALISATIONS))
+    max_iter, tol, seed = check_em_options(max_iter, tol, seed)
+    n_starts = _check_n_init(fam, n_init)
     gen = make_generator(seed)
-    runs = []
-    for _ in range(int(n_init)):
+    desc = f"VB {type(model).__name__}"
+
+    def run_one(_: int) -> Any:
         resp0 = initial_responsibilities(fam, init, gen)
         q0 = conjugate_posterior(fam, fam.statistics(resp0), pr)
-        runs.append(
-            run_optimizer(
-                q0,
-                lambda q: vb_step(fam, q, pr),
-                max_iter=max_iter,
-                tol=tol,
-                desc=f"VB {type(model).__name__}",
-                progress=progress,
-                warn=warn,
-                remedies="raise max_iter, loosen tol, or raise n_init",
-                callback=callback,
-            )
-        )
-    best = max(runs, key=lambda r: r.objective)
+        return run_optimizer(q0, lambda q: vb_step(fam, q, pr), max_iter=max_iter, tol=tol, desc=desc,
+                             progress=progress, warn=False, callback=callback)
+
+    try:
+        best, runs = run_restarts(n_starts, run_one, warn=warn, desc=desc)
+    except FloatingPointError as exc:
+        raise DataError(
+            f"{exc} The data may hold extreme values or near-duplicate rows: rescale the columns, or set a "
+            "stronger prior (covariance_prior, degrees_of_freedom)."
+        ) from None
     q = best.state
     rho = torch.digamma(q["alpha"]) - torch.digamma(q["alpha"].sum()) + expected_log_component(fam, q)
     resp, lse = responsibilities(rho)

@@ -157,7 +157,7 @@ def test_bad_options():
     X = np.random.default_rng(0).normal(size=(20, 2))
     with pytest.raises(DataError, match="init must be one of"):
         latentfs.fit(GaussianMixture(2), X, method="vb", init="em")
-    with pytest.raises(DataError, match="n_init must be a positive integer"):
+    with pytest.raises(DataError, match="n_init must be an integer ≥ 1; got 0"):
         latentfs.fit(GaussianMixture(2), X, method="vb", n_init=0)
 
 
