@@ -29,6 +29,7 @@ __all__ = [
     "matching_permutation",
     "modal_permutations",
     "relabel_draws",
+    "relabel_memory",
 ]
 
 
@@ -56,21 +57,70 @@ def matching_permutation(reference: np.ndarray, other: np.ndarray) -> tuple[np.n
 
 
 def _squared_costs(pivot: np.ndarray, block: np.ndarray) -> np.ndarray:
-    """‖pivot_k − block_n,j‖² for a block of draws (n, K, M) → (n, K, K), without an (n, K, K, M) array."""
-    p2 = (pivot**2).sum(-1)  # (K,)
-    b2 = (block**2).sum(-1)  # (n, K)
-    cross = np.einsum("km,njm->nkj", pivot, block)
-    return p2[None, :, None] + b2[:, None, :] - 2.0 * cross
+    """‖pivot_k − block_n,j‖² for a block of draws (n, K, M) → (n, K, K), without an (n, K, K, M) array.
+
+    The cross term is one batched matrix product (BLAS), not an einsum over K × K × M.
+    """
+    p2 = np.einsum("km,km->k", pivot, pivot)  # (K,)
+    b2 = np.einsum("nkm,nkm->nk", block, block)  # (n, K)
+    cross = np.matmul(pivot, block.transpose(0, 2, 1))  # (n, K_pivot, K_draw)
+    cross *= -2.0
+    cross += p2[None, :, None]
+    cross += b2[:, None, :]
+    return cross
+
+
+def relabel_memory(n_components: int, n_entries: int, block: int = 1) -> int:
+    """Bytes :func:`relabel_draws` allocates beyond its input for ``block`` draws at a time.
+
+    The pivot and its running sum (2 K·M), one block's cost matrices (block · K²) and its relabelled
+    draws (block · K·M), in float64: O(K² + K·M) per draw, never K²·M.
+    """
+    k, m = int(n_components), int(n_entries)
+    return 8 * (2 * k * m + block * (k * k + k * m))
+
+
+def _block_size(n_components: int, n_entries: int, n_draws: int, budget: float | None, block: int) -> int:
+    """The largest block ≤ ``block`` whose working memory fits ``budget``; a DataError when one draw does not."""
+    from latentfs.core.data import DataError
+    from latentfs.core.driver import available_memory
+
+    if budget is None:
+        avail = available_memory()
+        budget = None if avail is None else avail / 2
+    if budget is None:
+        return max(1, min(block, n_draws))
+    need = relabel_memory(n_components, n_entries, 1)
+    if need > budget:
+        raise DataError(
+            f"relabelling draws of {n_components} components × {n_entries} entries needs {need / 2**30:.2f} GiB "
+            f"(2 K·M + K² + K·M floats), over the memory budget of {budget / 2**30:.2f} GiB. Align fewer entries "
+            "(a smaller site, or fewer components), free memory, pass a larger memory_budget (bytes), or fit "
+            "with align=False and relabel a subset of the draws yourself."
+        )
+    per_draw = relabel_memory(n_components, n_entries, 2) - need
+    fits = 1 + int((budget - need) // max(per_draw, 1))
+    return max(1, min(block, fits, n_draws))
 
 
 def relabel_draws(
-    draws: np.ndarray, component_axis: int = 0, *, max_iter: int = 20, block: int = 64
+    draws: np.ndarray,
+    component_axis: int = 0,
+    *,
+    max_iter: int = 20,
+    block: int = 64,
+    memory_budget: float | None = None,
 ) -> tuple[np.ndarray, int]:
     """Per-draw permutations relabelling ``draws`` (chain, draw, *shape) to one labelling.
 
     ``component_axis`` indexes the component axis within the site shape. Returns ``perms`` of shape
     (chain, draw, K), with ``draws[c, d]`` taken at ``perms[c, d]`` along the component axis being the
     relabelled draw, and the number of pivot iterations used.
+
+    Working memory beyond the input is :func:`relabel_memory` (O(K² + K·M) per draw of a block of at most
+    ``block`` draws), checked against ``memory_budget`` (bytes; default half the available memory) before
+    anything is allocated: the block shrinks to fit, and a :class:`~latentfs.core.data.DataError` names the
+    remedy when not even one draw fits.
 
     Examples
     --------
@@ -79,26 +129,35 @@ def relabel_draws(
     >>> relabel_draws(x)[0][0].tolist()
     [[0, 1], [1, 0], [0, 1]]
     """
-    x = np.moveaxis(np.asarray(draws, dtype=np.float64), component_axis + 2, 2)
+    arr = np.asarray(draws)
+    x = np.moveaxis(arr, component_axis + 2, 2)
     c, d, k = x.shape[:3]
-    flat = x.reshape(c * d, k, -1)
-    perms = np.tile(np.arange(k), (c * d, 1))
-    pivot = flat[d - 1].copy()  # the last draw of chain 0: a labelling the sampler actually visited
+    flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
+    n = c * d
+    block = _block_size(k, flat.shape[2], n, memory_budget, block)
+    perms = np.tile(np.arange(k), (n, 1))
+    pivot = np.array(flat[d - 1], dtype=np.float64)  # the last draw of chain 0: a labelling the sampler visited
     it = 0
     for it in range(1, max_iter + 1):
         new = np.empty_like(perms)
-        for start in range(0, c * d, block):
-            costs = _squared_costs(pivot, flat[start : start + block])
-            for i, cost in enumerate(costs):
+        total = np.zeros_like(pivot)
+        for start in range(0, n, block):
+            chunk = np.asarray(flat[start : start + block], dtype=np.float64)
+            for i, cost in enumerate(_squared_costs(pivot, chunk)):
                 rows, cols = linear_sum_assignment(cost)
                 new[start + i, rows] = cols
+            total += _gather_rows(chunk, new[start : start + chunk.shape[0]]).sum(0)
         changed = not np.array_equal(new, perms)
         perms = new
-        relabelled = np.take_along_axis(flat, perms[:, :, None], axis=1)
-        pivot = relabelled.mean(axis=0)
+        pivot = total / n
         if not changed and it > 1:
             break
     return perms.reshape(c, d, k), it
+
+
+def _gather_rows(x: np.ndarray, perms: np.ndarray) -> np.ndarray:
+    """``out[n, k] = x[n, perms[n, k]]`` for x (n, K, ...): whole rows copied, no per-element index arrays."""
+    return x[np.arange(x.shape[0])[:, None], perms]
 
 
 def apply_draw_permutations(site_draws: np.ndarray, perms: np.ndarray, component_axis: int) -> np.ndarray:
