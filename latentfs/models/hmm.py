@@ -564,10 +564,12 @@ class CategoricalHMM(_HMMBase):
         s = self.n_categories
         if s is not None and v.size and int(v.max()) >= s:
             i = int(np.argmax(v))
-            raise DataError(
-                f"{name} holds symbol {int(v[i])} (row {i}) but n_categories={s}. Pass n_categories ≥ "
-                f"{int(v.max()) + 1}, or recode the symbols."
+            remedy = (
+                f"Pass n_categories ≥ {int(v.max()) + 1}, or recode the symbols."
+                if for_fit
+                else "Decode only symbols the model was fitted on (or refit with a larger n_categories)."
             )
+            raise DataError(f"{name} holds symbol {int(v[i])} (row {i}) but n_categories={s}. {remedy}")
         if for_fit:
             if s is None and int(v.max()) < 1:
                 raise DataError(

@@ -10,6 +10,7 @@ from pyro.infer import TraceEnum_ELBO
 
 import latentfs
 from latentfs.core.data import DataError
+from latentfs.inference.hmm import viterbi
 from latentfs.inference.hmm.family import prepare
 from latentfs.inference.hmm.forward_backward import forward_backward, log_joint_path
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM, pad_sequences
@@ -126,27 +127,69 @@ BAD_INPUT = [
 ]
 
 
+METHODS = ["em", "gibbs", "vb"]
+
+
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("case", BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
-def test_bad_sequences_raise(case):
+def test_bad_sequences_raise(case, method):
+    # every engine validates through the model's check_data, before any work
     _, make, lengths, match = case
     X = GaussianHMM(2).simulate(1, 30, seed=0)["data"]
     with pytest.raises(DataError, match=match):
-        latentfs.fit(GaussianHMM(2), make(X), lengths=lengths)
+        latentfs.fit(GaussianHMM(2), make(X), method=method, lengths=lengths)
 
 
-def test_more_states_than_observations_raises():
+@pytest.mark.parametrize("method", METHODS)
+def test_more_states_than_observations_raises(method):
     X = np.array([[0.0], [1.0], [3.0]])
     with pytest.raises(DataError, match=r"n_components must be at most 3 \(the number of observations in X, 3\)"):
-        latentfs.fit(GaussianHMM(4), X)
+        latentfs.fit(GaussianHMM(4), X, method=method)
+    with pytest.raises(DataError, match=r"n_components must be at most 4 \(the number of observations in X, 4\)"):
+        latentfs.fit(CategoricalHMM(5), [np.array([0, 1]), np.array([1, 0])], method=method)
 
 
-def test_categorical_bad_symbols_raise():
+@pytest.mark.parametrize("method", METHODS)
+def test_short_sequences_raise_or_fit(method):
+    # one sequence of length 1: no transition to learn from
+    with pytest.raises(DataError, match=r"every sequence of X has length 1 \(1 sequences\)"):
+        latentfs.fit(GaussianHMM(1), np.array([[0.5]]), method=method)
+    with pytest.raises(DataError, match=r"X is empty \(0 observations\)"):
+        latentfs.fit(GaussianHMM(1), np.zeros((0, 2)), method=method)
+    with pytest.raises(DataError, match=r"X is empty; pass at least one sequence"):
+        latentfs.fit(GaussianHMM(1), [], method=method)
+    # sequences of length 1 beside a longer one are fine: they inform π and the emissions only
+    X = GaussianHMM(2, mean_precision=0.05).simulate(3, [1, 40, 1], seed=3)["data"]
+    res = latentfs.fit(GaussianHMM(2), X, lengths=[1, 40, 1], method=method, seed=0, warn=False,
+                       **({"num_chains": 2, "num_warmup": 5, "num_samples": 5} if method == "gibbs" else {}))
+    assert res.diagnostics["n_sequences"] == 3
+
+
+def test_ragged_object_array_raises():
+    ragged = np.empty(2, dtype=object)
+    ragged[0], ragged[1] = np.zeros(3), np.zeros(5)
+    with pytest.raises(DataError, match=r"X is ragged \(an object array\); pass a list of numpy arrays"):
+        latentfs.fit(GaussianHMM(2), ragged)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_categorical_bad_symbols_raise(method):
+    with pytest.raises(DataError, match=r"symbols coded 0, 1, …, S−1; row 2 holds -1"):
+        latentfs.fit(CategoricalHMM(2), np.array([0, 1, -1, 0]), method=method)
     with pytest.raises(DataError, match=r"symbols coded 0, 1, …, S−1; row 1 holds 1.5"):
-        latentfs.fit(CategoricalHMM(2), np.array([0, 1.5, 1, 0]))
+        latentfs.fit(CategoricalHMM(2), np.array([0, 1.5, 1, 0]), method=method)
     with pytest.raises(DataError, match=r"holds symbol 3 \(row 2\) but n_categories=3"):
-        latentfs.fit(CategoricalHMM(2, 3), np.array([0, 1, 3, 0]))
+        latentfs.fit(CategoricalHMM(2, 3), np.array([0, 1, 3, 0]), method=method)
     with pytest.raises(DataError, match=r"holds a single symbol \(0\)"):
-        latentfs.fit(CategoricalHMM(2), np.zeros(10, dtype=int))
+        latentfs.fit(CategoricalHMM(2), np.zeros(10, dtype=int), method=method)
+
+
+def test_decoding_symbols_the_model_never_saw_raises():
+    sim = CategoricalHMM(2, 3).simulate(2, 30, seed=0)
+    res = latentfs.fit(CategoricalHMM(2), sim["data"], lengths=sim["lengths"], seed=0)
+    s = res.mean("emission_probs").shape[1]
+    with pytest.raises(DataError, match=rf"X holds symbol {s} \(row 2\) but n_categories={s}\. Decode only symbols"):
+        viterbi(res, np.array([0, 1, s, 0]))
 
 
 def test_bad_model_options_raise():

@@ -3,7 +3,7 @@
 * :mod:`~latentfs.inference.hmm.forward_backward` scaled forward–backward, Viterbi and FFBS over all
   sequences at once;
 * :mod:`~latentfs.inference.hmm.em` Baum–Welch EM with restarts, :mod:`~latentfs.inference.hmm.gibbs` block
-  Gibbs (FFBS) (no variational engine yet);
+  Gibbs (FFBS), :mod:`~latentfs.inference.hmm.vb` variational Bayes (MacKay 1997, Beal 2003);
 * :mod:`~latentfs.inference.hmm.decode` posterior state marginals, Viterbi paths and log-likelihoods from
   a fitted result.
 

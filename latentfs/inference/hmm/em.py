@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.data import DataError
+from latentfs.core.data import DataError, check_choice
 from latentfs.core.driver import make_generator, run_optimizer, run_restarts
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
-from latentfs.inference.hmm.family import HMMFamily, prepare
+from latentfs.inference.hmm.family import HMMFamily, check_optimizer_options, prepare
 from latentfs.inference.hmm.forward_backward import ForwardBackward, forward_backward
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM
 
@@ -58,26 +58,32 @@ def _transition_counts(fam: HMMFamily, labels: torch.Tensor) -> torch.Tensor:
     return counts
 
 
-def initial_params(fam: HMMFamily, init: Any, gen: torch.Generator, reg: float) -> dict[str, Any]:
-    """Starting values: user parameters (a dict in :meth:`HMMFamily.export`'s shapes), or states from
-    k-means (default for Gaussian emissions; softened to 0.9 / 0.1 so no state starts empty) or random
-    responsibilities (default for categorical emissions), with π uniform and A from the labels'
-    transition counts plus one."""
-    if isinstance(init, dict):
-        return fam.import_(init, reg)
+def initial_states(fam: HMMFamily, init: str | None, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Starting state weights (N, K) and hard labels (N,): k-means states (default for Gaussian emissions;
+    softened to 0.9 / 0.1 so no state starts empty) or random responsibilities (default for categorical
+    emissions)."""
     if init is None:
         init = "random" if fam.categorical else "kmeans"
-    if init not in INITIALISATIONS:
-        raise DataError(f"init must be one of {list(INITIALISATIONS)} or a dict of starting values; got {init!r}.")
+    check_choice("init", init, INITIALISATIONS)
     k = fam.k
     if init == "kmeans":
         points = fam.emission.init_points().numpy()
         labels = _kmeans_labels(points, k, gen)
-        resp = 0.9 * _onehot(labels, k) + 0.1 / k
-    else:
-        resp = torch.rand(fam.n, k, generator=gen, dtype=torch.float64)
-        resp = resp / resp.sum(1, keepdim=True)
-        labels = resp.argmax(1)
+        return 0.9 * _onehot(labels, k) + 0.1 / k, labels
+    resp = torch.rand(fam.n, k, generator=gen, dtype=torch.float64)
+    resp = resp / resp.sum(1, keepdim=True)
+    return resp, resp.argmax(1)
+
+
+def initial_params(fam: HMMFamily, init: Any, gen: torch.Generator, reg: float) -> dict[str, Any]:
+    """Starting values: user parameters (a dict in :meth:`HMMFamily.export`'s shapes), or the M-step of
+    :func:`initial_states`' weights, with π uniform and A from the labels' transition counts plus one."""
+    if isinstance(init, dict):
+        return fam.import_(init, reg)
+    if init is not None and not isinstance(init, str):
+        raise DataError(f"init must be one of {list(INITIALISATIONS)} or a dict of starting values; got {init!r}.")
+    resp, labels = initial_states(fam, init, gen)
+    k = fam.k
     counts = _transition_counts(fam, labels) + 1.0
     return {
         "startprob": torch.full((k,), 1.0 / k, dtype=torch.float64),
@@ -107,18 +113,6 @@ def em_step(fam: HMMFamily, params: dict[str, Any], reg: float) -> tuple[dict[st
     return m_step(fam, fb, params, reg), float(fb.log_likelihood.sum())
 
 
-def _check_common(n_init: Any, reg_covar: Any) -> float:
-    if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 1:
-        raise DataError(f"n_init must be a positive integer; got {n_init!r}.")
-    try:
-        reg = float(reg_covar)
-    except (TypeError, ValueError):
-        raise DataError(f"reg_covar must be a finite non-negative number; got {reg_covar!r}.") from None
-    if not math.isfinite(reg) or reg < 0:
-        raise DataError(f"reg_covar must be a finite non-negative number; got {reg_covar!r}.")
-    return reg
-
-
 def fit_em(
     fam: HMMFamily,
     *,
@@ -133,7 +127,8 @@ def fit_em(
     callback: Any = None,
 ) -> dict[str, Any]:
     """Baum–Welch with restarts on a prepared family; the run with the highest final ℓ is kept."""
-    reg = _check_common(n_init, reg_covar)
+    opts = check_optimizer_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed, reg_covar=reg_covar)
+    reg = opts["reg_covar"]
     gen = make_generator(seed)
 
     def one(_: int) -> Any:

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.data import ContinuousMatrix, DataError
+from latentfs.core.data import ContinuousMatrix, DataError, check_float, check_int, check_seed
 from latentfs.inference.hmm.forward_backward import ChainLayout
 from latentfs.inference.mixture.em import CategoricalFamily, GaussianFamily
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM, SequenceData
 from latentfs.models.mixture import GaussianMixture, LatentClass
 
-__all__ = ["HMMFamily", "prepare", "model_from_result"]
+__all__ = ["HMMFamily", "check_optimizer_options", "prepare", "model_from_result"]
 
 
 class _PreparedGaussian(GaussianMixture):
@@ -212,3 +212,16 @@ def model_from_result(result: Any) -> Any:
             emission_concentration=hp["emission_concentration"],
         )
     raise DataError(f"result must come from a GaussianHMM or CategoricalHMM fit; it comes from {result.model!r}.")
+
+
+def check_optimizer_options(*, n_init: Any, max_iter: Any, tol: Any, seed: Any, reg_covar: Any = 0.0) -> dict[str, Any]:
+    """The options of the EM and VB engines, checked with :mod:`latentfs.core.data`'s shared checkers."""
+    return {
+        "n_init": check_int("n_init", n_init, low=1, remedy="Pass n_init=1 or more restarts."),
+        "max_iter": check_int("max_iter", max_iter, low=1, remedy="Pass max_iter=1 or more iterations."),
+        "tol": check_float("tol", tol, 0.0, remedy="Pass a small non-negative relative tolerance, e.g. tol=1e-6."),
+        "seed": check_seed(seed),
+        "reg_covar": check_float(
+            "reg_covar", reg_covar, 0.0, remedy="Pass a small non-negative variance floor, e.g. reg_covar=1e-6."
+        ),
+    }

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from latentfs.core.data import DataError
+from latentfs.core.data import check_choice, check_seed
 from latentfs.core.driver import make_generator, run_sampler
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
@@ -93,8 +93,9 @@ def _gibbs_engine(
     """
     fam = prepare(model, data, lengths)
     prior = chain_prior(fam)
-    if init is not None and init not in INITIALISATIONS:
-        raise DataError(f"init must be one of {list(INITIALISATIONS)}; got {init!r}.")
+    if init is not None:
+        check_choice("init", init, INITIALISATIONS)
+    check_seed(seed)
 
     def init_fn(gen: torch.Generator) -> dict[str, Any]:
         start = initial_params(fam, init, gen, 1e-6)

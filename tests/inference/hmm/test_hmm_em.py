@@ -113,8 +113,16 @@ def test_missing_entries_are_handled_by_diagonal_em():
 
 def test_em_option_errors():
     X, lens, _ = _gaussian_data("diag")
-    with pytest.raises(DataError, match=r"n_init must be a positive integer; got 0"):
+    with pytest.raises(DataError, match=r"n_init must be an integer ≥ 1; got 0\. Pass n_init=1 or more restarts"):
         latentfs.fit(GaussianHMM(3), X, lengths=lens, n_init=0)
+    with pytest.raises(DataError, match=r"max_iter must be an integer ≥ 1; got 0"):
+        latentfs.fit(GaussianHMM(3), X, lengths=lens, max_iter=0)
+    with pytest.raises(DataError, match=r"tol must be a number ≥ 0; got nan"):
+        latentfs.fit(GaussianHMM(3), X, lengths=lens, tol=float("nan"))
+    with pytest.raises(DataError, match=r"reg_covar must be a number ≥ 0; got -1\. Pass a small non-negative"):
+        latentfs.fit(GaussianHMM(3), X, lengths=lens, reg_covar=-1.0)
+    with pytest.raises(DataError, match=r"seed must be an int ≥ 0, .* got 1.5 \(float\)"):
+        latentfs.fit(GaussianHMM(3), X, lengths=lens, seed=1.5)
     with pytest.raises(DataError, match=r"init must be one of \['kmeans', 'random'\]"):
         latentfs.fit(GaussianHMM(3), X, lengths=lens, init="kmeans++")
     with pytest.raises(DataError, match=r"init\['transmat'\] must hold probabilities"):

@@ -131,3 +131,23 @@ def test_ffbs_draws_follow_the_exact_path_posterior():
     assert chi2 < stats.chi2.ppf(1 - 1e-3, len(paths) - 1)
     # per-sequence values are differences of a cumulative sum over 24000 rows: rounding ~ 1e-16 × 1e4
     torch.testing.assert_close(seq_ll, torch.logsumexp(lp, 0).expand(copies), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("lengths", LENGTHS, ids=str)
+def test_forward_backward_with_subnormalised_parameters_equals_enumeration(lengths):
+    # The VB E-step runs forward–backward with π̃ = exp E[log π] and Ã = exp E[log A], whose rows sum to
+    # less than one (MacKay 1997; Beal 2003 §3.3): its normaliser Z̃ and marginals must still be those of
+    # the enumerated unnormalised path weights.
+    pi, a, log_em = _random_hmm(3, sum(lengths), seed=20 + len(lengths))
+    g = torch.Generator().manual_seed(1)
+    pi = pi * 0.7
+    a = a * (0.5 + 0.4 * torch.rand(3, 1, generator=g, dtype=torch.float64))
+    out = forward_backward(pi, a, log_em, ChainLayout.from_lengths(lengths))
+    start, xi_total = 0, torch.zeros(3, 3)
+    for s, t_len in enumerate(lengths):
+        ll, gamma, xi, _, _ = _enumerate(pi, a, log_em[start : start + t_len])
+        assert float(out.log_likelihood[s]) == pytest.approx(float(ll), abs=1e-10)
+        torch.testing.assert_close(out.gamma[start : start + t_len], gamma, atol=1e-10, rtol=0)
+        xi_total += xi
+        start += t_len
+    torch.testing.assert_close(out.xi_sum, xi_total, atol=1e-10, rtol=0)
