@@ -1,0 +1,23 @@
+"""Latent trait analysis (binary 2PL and ordinal graded-response items): the engines of
+:mod:`latentfs.models.latent_trait`.
+
+* :mod:`~latentfs.inference.latent_trait.quadrature` the Gauss–Hermite grid, the marginal likelihood and EAP scores;
+* :mod:`~latentfs.inference.latent_trait.em` Bock–Aitkin marginal maximum likelihood EM (``method="em"``);
+* :mod:`~latentfs.inference.latent_trait.vb` variational EM with the Jaakkola–Jordan bound (``method="vb"``);
+* :mod:`~latentfs.inference.latent_trait.estimator` the scikit-learn estimator :class:`LatentTraitAnalyzer`;
+* :mod:`~latentfs.inference.latent_trait.weights` item discriminations as feature weights, item curves.
+
+Importing this package registers every engine of the family with :func:`latentfs.fit`.
+"""
+
+import importlib
+import pkgutil
+
+from latentfs.inference.latent_trait.estimator import LatentTraitAnalyzer
+from latentfs.inference.latent_trait.weights import discrimination_weights, item_characteristic_curves
+
+__all__ = ["LatentTraitAnalyzer", "discrimination_weights", "item_characteristic_curves"]
+
+# Engines register themselves on import.
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")
