@@ -32,6 +32,7 @@ Options are checked by one set of functions with one style of message, in :mod:`
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -193,6 +194,12 @@ def _names_from(
         _check_unique(labels, f"the DataFrame's {'column names' if axis == 1 else 'index labels'}",
                       f"{unit}s", remedy)
         return labels
+    return _generated_names(prefix, n)
+
+
+@functools.lru_cache(maxsize=16)
+def _generated_names(prefix: str, n: int) -> tuple[str, ...]:
+    """``prefix0 … prefix{n-1}``, built once per (prefix, n): a fit validates its data several times."""
     return tuple(f"{prefix}{i}" for i in range(n))
 
 
@@ -381,6 +388,10 @@ def _check_numeric_array(arr: np.ndarray, name: str) -> np.ndarray:
     return arr.astype(np.float64, copy=False)
 
 
+# Counts are stored as float64: beyond 2**53 integers are no longer exact (and token expansion is absurd).
+_MAX_EXACT_COUNT = 2.0**53
+
+
 def _first_bad(mask_rows: np.ndarray, mask_cols: np.ndarray, values: np.ndarray) -> str:
     return f"row {int(mask_rows[0])} column {int(mask_cols[0])} holds {float(values[0]):g}"
 
@@ -475,6 +486,12 @@ def as_counts(
         raise DataError(
             f"{name} must hold non-negative integer counts; {locate(bad)}. Pass raw counts "
             "(not tf-idf or normalised frequencies), or round them."
+        )
+    bad = vals >= _MAX_EXACT_COUNT
+    if bad.any():
+        raise DataError(
+            f"{name} must hold counts below 2**53 (the largest integers float64 holds exactly); {locate(bad)}. "
+            "Such a count is not a token count: check the file, or rescale and round the rows if they are weights."
         )
     if csr is None:
         csr = sp.csr_matrix(raw.astype(np.float64))

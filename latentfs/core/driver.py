@@ -47,12 +47,17 @@ class InterruptedFitWarning(UserWarning):
 
 
 def make_generator(seed: int | torch.Generator | None, device: str | torch.device = "cpu") -> torch.Generator:
-    """A torch generator from ``seed`` (an int, an existing generator, or None for a fresh random seed)."""
+    """A torch generator from ``seed`` (an int, an existing torch generator, a numpy Generator or
+    SeedSequence, or None for a fresh random seed)."""
     if isinstance(seed, torch.Generator):
         return seed
     gen = torch.Generator(device=device)
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
+    elif isinstance(seed, np.random.Generator):
+        seed = int(seed.integers(0, 2**63 - 1))
+    elif isinstance(seed, np.random.SeedSequence):
+        seed = int(seed.generate_state(1, dtype=np.uint64)[0] % 2**63)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         from latentfs.core.data import DataError
 
@@ -67,6 +72,10 @@ def chain_generators(
     """``n`` independent generators derived from one seed (numpy SeedSequence spawning)."""
     if isinstance(seed, torch.Generator):
         base = int(torch.randint(0, 2**62, (1,), generator=seed).item())
+    elif isinstance(seed, np.random.Generator):
+        base = int(seed.integers(0, 2**62))
+    elif isinstance(seed, np.random.SeedSequence):
+        base = int(seed.generate_state(1, dtype=np.uint64)[0])
     elif seed is None:
         base = None
     else:

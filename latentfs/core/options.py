@@ -17,6 +17,8 @@ from latentfs.core.errors import DataError
 
 __all__ = [
     "as_rng",
+    "check_moments",
+    "check_options",
     "check_choice",
     "check_device",
     "check_dtype",
@@ -319,3 +321,78 @@ def check_device(device: Any, *, name: str = "device") -> Any:
             f"{_set(name, 'cpu')} or 'cuda'."
         )
     raise DataError(f"{name} must be 'cpu', 'cuda', 'cuda:N' or 'mps'; got {device!r}. Pass {_set(name, 'cpu')}.")
+
+
+# The rule for every engine option, by name (issue 19 item 1): the same name gets the same check and the same
+# message in every engine. ``None`` passes through for the options whose default is "decide from the data".
+_INT_AT_LEAST_1 = (
+    "max_iter", "n_init", "inner_iters", "num_chains", "num_samples", "thin", "batch_size", "n_passes",
+    "doc_max_iter", "fold_in_iter", "patience", "num_steps", "num_draws",
+)
+_INT_AT_LEAST_0 = ("num_warmup", "num_ll_draws")
+_REMEDIES = {
+    "max_iter": "max_iter=0 would return the random start as a fit; pass e.g. max_iter=200.",
+    "num_samples": "A sampler needs at least one kept draw; pass e.g. num_samples=200.",
+    "num_chains": "Pass num_chains=1 or more (4 lets R-hat compare chains).",
+    "num_ll_draws": "Pass num_ll_draws=0 to skip the pointwise log-likelihood, or e.g. 100.",
+}
+
+
+def check_options(**options: Any) -> tuple[Any, ...]:
+    """Check engine options by name with the shared checkers of :mod:`latentfs.core.data`; returns the
+    checked values in the order given (``dtype="float32"`` becomes ``torch.float32``, ``device`` a
+    ``torch.device``, integers Python ints).
+
+    Iteration, restart, chain and draw counts must be integers ≥ 1 (``num_warmup`` and ``num_ll_draws`` ≥ 0),
+    ``tol`` a number ≥ 0 (not NaN), ``seed`` what :func:`~latentfs.core.data.check_seed` accepts, ``dtype``
+    float64/float32, ``device`` a device that exists here, ``empty_documents`` one of error/drop/keep.
+
+    Examples
+    --------
+    >>> check_options(max_iter=10, dtype="float32")
+    (10, torch.float32)
+    """
+    out: list[Any] = []
+    for name, value in options.items():
+        if name in _INT_AT_LEAST_1:
+            value = check_int(name, value, low=1, remedy=_REMEDIES.get(name, ""))
+        elif name in _INT_AT_LEAST_0:
+            value = check_int(name, value, low=0, remedy=_REMEDIES.get(name, ""))
+        elif name in ("tol", "doc_tol"):
+            value = check_float(name, value, 0.0, remedy=f"Pass a small non-negative number, e.g. {name}=1e-6.")
+        elif name == "seed":
+            value = check_seed(value)
+        elif name == "dtype":
+            value = check_dtype(value)
+        elif name == "device":
+            value = check_device(value)
+        elif name == "empty_documents":
+            value = check_choice(name, value, ("error", "drop", "keep"))
+        else:  # pragma: no cover - a programming error in an engine
+            raise TypeError(f"check_options has no rule for {name!r}")
+        out.append(value)
+    return tuple(out)
+
+
+def check_moments(values: np.ndarray, *, name: str = "X") -> None:
+    """Refuse continuous data whose column means or variances overflow float64 (an entry near 1e300 squares
+    to inf), which would otherwise surface as a ``LinAlgError`` or "probabilities contain NaN" deep inside.
+
+    Examples
+    --------
+    >>> check_moments(np.array([[1.0, 2.0], [3.0, 1e300]]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: X has values too large for float64 arithmetic: ...
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = values[np.isfinite(values)]
+        ok = np.isfinite(np.var(finite, dtype=np.float64)) and np.isfinite(np.sum(finite * finite))
+    if not ok:
+        flat = int(np.nanargmax(np.abs(np.where(np.isfinite(values), values, 0.0))))
+        row, col = np.unravel_index(flat, values.shape)
+        raise DataError(
+            f"{name} has values too large for float64 arithmetic: its squares overflow (largest |{name}| = "
+            f"{abs(float(values[row, col])):.3g} at row {row}, column {col}). Rescale {name} (for example "
+            "standardise its columns) or remove the outlying entries."
+        )

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from latentfs.core.data import DataError
+from latentfs.core.options import as_rng, check_int
 from latentfs.core.relabel import apply_draw_permutations, apply_permutations, modal_permutations, relabel_draws
 
 __all__ = ["Posterior", "load", "split_rhat"]
@@ -54,7 +55,26 @@ _FAMILIES: dict[str, dict[str, Any]] = {
         "sample": lambda p, n, rng: rng.normal(p["loc"], p["scale"], size=(n, *p["loc"].shape)),
         "mean": lambda p: p["loc"],
     },
+    # q(Λ) of variational Gaussian mixtures and HMMs: degrees of freedom ν and scale matrix W, mean ν W.
+    "wishart": {
+        "sample": lambda p, n, rng: _wishart(p, n, rng),
+        "mean": lambda p: p["dof"][..., None, None] * p["scale"],
+    },
 }
+
+
+def _wishart(p: dict[str, np.ndarray], n: int, rng: np.random.Generator) -> np.ndarray:
+    """n draws of Λ ~ Wishart(ν, W) for every leading index of ``p["dof"]`` (Bartlett decomposition:
+    Λ = L A Aᵀ Lᵀ with W = L Lᵀ, A lower triangular, A_ii² ~ χ²(ν − i), A_ij ~ N(0, 1) below the diagonal)."""
+    dof, scale = np.asarray(p["dof"], dtype=np.float64), np.asarray(p["scale"], dtype=np.float64)
+    d = scale.shape[-1]
+    chol = np.linalg.cholesky(scale)  # (..., d, d)
+    shape = (n, *dof.shape)
+    a = np.tril(rng.standard_normal((*shape, d, d)), k=-1)
+    diag = np.sqrt(rng.chisquare(dof[..., None] - np.arange(d), size=(*shape, d)))
+    a[..., np.arange(d), np.arange(d)] = diag
+    la = chol @ a
+    return la @ np.swapaxes(la, -1, -2)
 
 
 def _dirichlet(conc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -215,7 +235,7 @@ class Posterior:
             return np.asarray(params["value"])[None, None]
         if isinstance(num_draws, bool) or not isinstance(num_draws, (int, np.integer)) or num_draws < 1:
             raise DataError(f"num_draws must be an integer ≥ 1; got {num_draws!r}. Ask for at least one draw.")
-        rng = np.random.default_rng(seed)
+        rng = as_rng(seed)
         return _FAMILIES[spec["family"]]["sample"](params, int(num_draws), rng)[None]
 
     def mean(self, site: str) -> np.ndarray:
@@ -397,6 +417,8 @@ class Posterior:
         """
         import pandas as pd
 
+        max_entries = check_int("max_entries", max_entries, low=1, remedy="Pass e.g. max_entries=200.")
+
         _check_level(level)
         rows = []
         for site in self._site_list(sites, self.sites):
@@ -542,8 +564,11 @@ class Posterior:
         if "__meta__.npy" not in sizes:
             raise DataError(f"{str(path)!r} is not a latentfs Posterior file (no __meta__ header).")
         if max_bytes is None:
+            # Half the free memory, and no more than a generous expansion of the file itself: a result's
+            # arrays compress little, a zip bomb compresses a thousandfold.
             avail = available_memory()
-            max_bytes = None if avail is None else avail / 2
+            by_file = max(2.0**28, _MAX_INFLATION * path.stat().st_size)
+            max_bytes = by_file if avail is None else min(avail / 2, by_file)
         total = sum(sizes.values())
         if max_bytes is not None and total > max_bytes:
             raise DataError(
@@ -567,6 +592,7 @@ class Posterior:
             raise DataError(
                 f"{str(path)!r} is inconsistent: its sites disagree on (chains, draws): {grids}. Save the result again."
             )
+        _check_shapes(path, meta, draws)
         fitted: dict[str, dict[str, Any]] = {k: {"family": fam} for k, fam in meta["families"].items()}
         for k, v in data.items():
             if k.startswith("fitted/"):
@@ -591,6 +617,26 @@ class Posterior:
         )
         post.relabel_permutations = data.get("relabel_permutations")
         return post
+
+
+_MAX_INFLATION = 200
+
+
+def _check_shapes(path: Path, meta: dict[str, Any], draws: dict[str, np.ndarray]) -> None:
+    """Every stored draw array has the shape its named dims and coords say (a file edited or damaged
+    into other shapes would otherwise load and summarise wrong labels)."""
+    coords, dims = meta["coords"], meta["dims"]
+    for site, value in draws.items():
+        site_dims = dims.get(site)
+        if site_dims is None:
+            continue
+        expected = [len(coords[d]) if d in coords else None for d in site_dims]
+        got = list(value.shape[2:])
+        if len(got) != len(expected) or any(e is not None and e != g for e, g in zip(expected, got, strict=False)):
+            raise DataError(
+                f"{str(path)!r} is inconsistent: site {site!r} has shape {tuple(got)} per draw but its dims "
+                f"{tuple(site_dims)} have {tuple(expected)} labels. Save the result again."
+            )
 
 
 def load(path: str | Path, *, max_bytes: float | None = None) -> Posterior:

@@ -107,7 +107,8 @@ class MultinomialCounts(dist.TorchDistribution):
 def check_groups(groups: Any) -> np.ndarray:
     """Validate a partition of the vocabulary: one integer group id per feature; returns codes 0..G−1.
 
-    The ids may be any integers (or labels); they are relabelled 0..G−1 in order of first sorted value.
+    The ids may be any integers ≥ 0 (negative ids, often a "no group" mark, are refused); they are relabelled
+    0..G−1 in sorted order.
     """
     arr = np.asarray(groups)
     if arr.ndim != 1 or arr.size == 0:
@@ -121,6 +122,12 @@ def check_groups(groups: Any) -> np.ndarray:
             raise DataError(f"groups must hold integer ids; feature {bad} has {arr[bad]!r}. Pass integer group ids.")
     elif arr.dtype.kind not in "iub":
         raise DataError(f"groups must hold integer ids; got dtype {arr.dtype}. Pass integer group ids.")
+    if arr.dtype.kind != "b" and (arr < 0).any():
+        bad = int(np.flatnonzero(arr < 0)[0])
+        raise DataError(
+            f"groups must hold integer ids ≥ 0; feature {bad} has {arr[bad].item()!r}. A negative id often marks 'no "
+            "group': give those features a group of their own, or drop them from X."
+        )
     _, codes = np.unique(arr, return_inverse=True)
     return codes.astype(np.int64)
 
@@ -330,7 +337,16 @@ class _DCABase:
             out["groups"] = self.groups.tolist()
         return out
 
+    @staticmethod
+    def _check_sizes(n_documents: Any, n_features: Any, dtype: Any = torch.float64) -> tuple[int, int, torch.dtype]:
+        """``simulate``'s sizes (integers ≥ 1) and dtype, checked with the shared rules."""
+        from latentfs.core.data import check_dtype, check_int
+
+        return (check_int("n_documents", n_documents, low=1), check_int("n_features", n_features, low=1),
+                check_dtype(dtype))
+
     def _run_simulation(self, fn: Any, seed: int | None, **kwargs: Any) -> dict[str, np.ndarray]:
+        seed = simulation_seed(seed)
         # A scoped RNG: the caller's global torch state is restored afterwards.
         with torch.random.fork_rng(devices=[]):
             if seed is not None:
@@ -342,6 +358,17 @@ class _DCABase:
             for name, site in trace.nodes.items()
             if site["type"] == "sample" and not site_is_subsample(site)  # not the plates' index sites
         }
+
+
+def simulation_seed(seed: Any) -> int | None:
+    """``simulate``'s seed checked by :func:`~latentfs.core.data.check_seed`, as an int for ``torch.manual_seed``
+    (a numpy or torch Generator gives one draw)."""
+    from latentfs.core.data import as_rng, check_seed
+
+    seed = check_seed(seed)
+    if seed is None or isinstance(seed, int):
+        return seed
+    return int(as_rng(seed).integers(2**62))
 
 
 class DirichletDCA(_DCABase):
@@ -469,6 +496,7 @@ class DirichletDCA(_DCABase):
         ``doc_length`` is one length for all documents or one per document; for a grouped model, the
         tokens per group, broadcastable to (n_documents, G) (zeros allowed: a missing group).
         """
+        n_documents, n_features, dtype = self._check_sizes(n_documents, n_features, dtype)
         if self.groups is not None:
             self.groups_for(int(n_features))
             try:
@@ -605,6 +633,7 @@ class GammaPoissonDCA(_DCABase):
         dtype: torch.dtype = torch.float64,
     ) -> dict[str, np.ndarray]:
         """Draw a corpus from :meth:`model` (β must be set): ``counts``, ``doc_scores``, ``topic_word``."""
+        n_documents, n_features, dtype = self._check_sizes(n_documents, n_features, dtype)
         return self._run_simulation(self.model, seed, n_documents=int(n_documents), n_features=int(n_features))
 
 
@@ -743,6 +772,7 @@ class ConditionalGammaPoissonDCA(_DCABase):
         dtype: torch.dtype = torch.float64,
     ) -> dict[str, np.ndarray]:
         """Draw a corpus from :meth:`model` (β must be set): ``counts``, ``active``, ``doc_scores``, ``topic_word``."""
+        n_documents, n_features, dtype = self._check_sizes(n_documents, n_features, dtype)
         return self._run_simulation(self.model, seed, n_documents=int(n_documents), n_features=int(n_features))
 
 

@@ -309,6 +309,13 @@ class FactorAnalysis:
         which must then be proper. ``missing_fraction`` blanks that fraction of entries completely at
         random, keeping at least one observed entry per row and per column.
         """
+        from latentfs.core.data import check_int
+        from latentfs.models.dca import simulation_seed
+
+        n_samples = check_int("n_samples", n_samples, low=1)
+        if n_features is not None:
+            n_features = check_int("n_features", n_features, low=1)
+        seed = simulation_seed(seed)
         fixed: dict[str, torch.Tensor] = {}
         if loadings is not None:
             W = np.asarray(loadings, dtype=np.float64)
@@ -488,6 +495,11 @@ class MixtureOfFactorAnalyzers:
         seed: int | None = None,
     ) -> dict[str, np.ndarray]:
         """Draw ``data``, ``assignment`` and ``factors`` from :meth:`model` at the given parameters."""
+        from latentfs.core.data import check_int
+        from latentfs.models.dca import simulation_seed
+
+        n_samples = check_int("n_samples", n_samples, low=1)
+        seed = simulation_seed(seed)
         K, q = self.n_components, self.n_factors
         W = np.asarray(loadings, dtype=np.float64)
         if W.ndim != 3 or W.shape[0] != K or W.shape[2] != q:

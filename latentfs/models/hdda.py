@@ -212,6 +212,12 @@ class HDDAModel:
         conditioning the model, so tests can plant well-separated subspaces. Returns every sample and
         deterministic site as numpy arrays (``X``, ``labels``, ``orientation``, ``signal_variance``, …).
         """
+        from latentfs.core.data import check_int
+        from latentfs.models.dca import simulation_seed
+
+        n_samples = check_int("n_samples", n_samples, low=1)
+        n_features = check_int("n_features", n_features, low=1)
+        seed = simulation_seed(seed)
         fixed = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in (values or {}).items()}
         fn = poutine.condition(self.model, data=fixed) if fixed else self.model
         with torch.random.fork_rng(devices=[]):

@@ -136,7 +136,11 @@ class PLSA:
 
         Returns ``counts`` (I, J), ``doc_topic`` (I, K), ``topic_word`` (K, J) and ``doc_prior`` (I,).
         """
-        I, J = int(n_documents), int(n_features)
+        from latentfs.core.data import check_int
+        from latentfs.models.dca import simulation_seed
+
+        I, J = check_int("n_documents", n_documents, low=1), check_int("n_features", n_features, low=1)
+        seed = simulation_seed(seed)
         lengths = np.broadcast_to(np.asarray(doc_length, dtype=np.float64), (I,)).copy()
         if (lengths < 1).any() or (lengths != np.round(lengths)).any():
             raise DataError(f"doc_length must hold positive integers; got {doc_length!r}.")

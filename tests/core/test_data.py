@@ -144,3 +144,18 @@ def test_labels_rules():
         as_labels([1, 2], 3)
     with pytest.raises(DataError, match=r"y must not contain NaN; sample 1 is NaN"):
         as_labels([1.0, np.nan, 2.0], 3)
+
+
+def test_counts_beyond_exact_float_integers_are_refused():
+    import numpy as np
+    import pytest
+
+    from latentfs.core.data import DataError, as_counts
+
+    X = np.ones((2, 3))
+    X[1, 2] = 1e300
+    with pytest.raises(DataError, match=r"counts below 2\*\*53.*row 1 column 2 holds 1e\+300"):
+        as_counts(X)
+    big = np.array([[np.iinfo(np.int64).max, 1]], dtype=np.int64)
+    with pytest.raises(DataError, match=r"counts below 2\*\*53"):
+        as_counts(big)

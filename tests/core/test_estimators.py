@@ -134,3 +134,25 @@ def test_count_estimators_refuse_non_integers(counts):
         DCA(2, max_iter=5).fit(counts + 0.5)
     with pytest.raises(DataError, match="Negative values"):
         DCA(2, max_iter=5).fit(counts - 1)
+
+
+def _masked():
+    X = np.ma.masked_array(np.random.default_rng(0).normal(size=(30, 3)))
+    X[0, 0] = np.ma.masked
+    return X
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (_masked, r"masked array with 1 masked entry.*Fill the masked entries"),
+        (lambda: np.array([["2020-01-01"] * 3] * 30, dtype="datetime64[D]"), r"not dates or durations"),
+        (lambda: np.zeros(30), r"(?s)X cannot be used by FactorAnalyzer: Expected 2D array.*Pass a 2-D array"),
+        (lambda: np.zeros((0, 3)), r"X cannot be used by FactorAnalyzer: Found array with 0 sample"),
+    ],
+)
+def test_estimators_refuse_bad_containers_with_a_data_error(bad, message):
+    from latentfs.core.data import DataError
+
+    with pytest.raises(DataError, match=message):
+        latentfs.FactorAnalyzer(1).fit(bad())

@@ -93,3 +93,18 @@ def test_engine_empty_document_rule_still_applies_to_named_input(counts):
     X[3] = 0
     with pytest.raises(DataError, match=r"1 document\(s\) with no counts"):
         latentfs.fit(latentfs.DirichletDCA(2), X, feature_names=VOCAB)
+
+
+@pytest.mark.parametrize(
+    "method, options, message",
+    [
+        ("nuts", {"num_samples": 0}, r"num_samples must be an integer ≥ 1; got 0"),
+        ("nuts", {"seed": -1}, r"seed"),
+        ("nuts", {"target_accept_prob": 1.5}, r"target_accept_prob"),
+        ("svi", {"num_steps": 0}, r"num_steps must be an integer ≥ 1; got 0"),
+        ("svi", {"learning_rate": -0.1}, r"learning_rate"),
+    ],
+)
+def test_pyro_reference_engines_check_their_options(counts, method, options, message):
+    with pytest.raises(DataError, match=message):
+        latentfs.fit(latentfs.DirichletDCA(2), counts, method=method, **options)

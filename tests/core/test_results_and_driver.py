@@ -167,7 +167,7 @@ def test_same_seed_same_result_and_seeds_differ(corpus):
 def test_unknown_method_lists_the_available_ones(corpus):
     with pytest.raises(DataError, match=r"method must be one of \[.*'gibbs'.*'vb'.*\] for DirichletDCA; got 'magic'"):
         latentfs.fit(latentfs.DirichletDCA(2), corpus["counts"], method="magic")
-    with pytest.raises(DataError, match=r"theta_update must be one of \('chapter', 'map', 'full'\); got 'x'"):
+    with pytest.raises(DataError, match=r"theta_update must be one of \['chapter', 'map', 'full'\]; got 'x'"):
         latentfs.fit(latentfs.DirichletDCA(2), corpus["counts"], method="vb", theta_update="x")
     with pytest.raises(DataError, match=r"num_samples must be an integer ≥ 1; got 0"):
         latentfs.fit(latentfs.DirichletDCA(2), corpus["counts"], method="gibbs", num_samples=0)
@@ -179,7 +179,7 @@ def test_vb_restarts_keep_the_best_and_warm_start_continues(corpus):
     from latentfs.inference.dca.vb import state_from_posterior
 
     model = latentfs.DirichletDCA(3, alpha=0.3)
-    best = latentfs.fit(model, corpus["counts"], method="vb", seed=0, n_restarts=3, tol=1e-6)
+    best = latentfs.fit(model, corpus["counts"], method="vb", seed=0, n_init=3, tol=1e-6)
     objs = best.diagnostics["restart_objectives"]
     assert best.diagnostics["objective"] == max(objs)
     with warnings.catch_warnings():
@@ -206,5 +206,29 @@ def test_chapter_schedule_never_decreases_and_options_are_checked(corpus):
     assert seen == trace.tolist()
     with pytest.raises(DataError, match="doc_restart must be True or False; got 'yes'"):
         latentfs.fit(latentfs.DirichletDCA(3), corpus["counts"], method="vb", doc_restart="yes")
-    with pytest.raises(DataError, match=r"inner_iters must be a positive integer; got 0"):
+    with pytest.raises(DataError, match=r"inner_iters must be an integer ≥ 1; got 0"):
         latentfs.fit(latentfs.DirichletDCA(3), corpus["counts"], method="vb", inner_iters=0)
+
+
+# ----------------------------------------------------------------------------- relabelling cost (issue 19, item 3)
+def test_relabel_costs_by_matmul_equal_the_direct_squared_distances():
+    from latentfs.core.relabel import _squared_costs
+
+    rng = np.random.default_rng(0)
+    pivot, block = rng.random((4, 7)), rng.random((3, 4, 7))
+    direct = ((pivot[None, :, None, :] - block[:, None, :, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(_squared_costs(pivot, block), direct, rtol=1e-12, atol=1e-12)
+
+
+def test_relabel_memory_is_checked_against_a_budget():
+    from latentfs.core.relabel import relabel_draws, relabel_memory
+
+    # K = 1000, V = 2000: a K × K × V array would be 14.9 GiB; the working memory is 0.05 GiB per draw.
+    assert relabel_memory(1000, 2000) < 2**30 / 16
+    rng = np.random.default_rng(1)
+    x = rng.random((2, 5, 6, 40))
+    with pytest.raises(DataError, match="relabelling draws of 6 components × 40 entries needs .* memory_budget"):
+        relabel_draws(x, memory_budget=1000)
+    # A budget that fits one draw at a time gives the same permutations as the default blocks.
+    small = relabel_memory(6, 40, 1)
+    np.testing.assert_array_equal(relabel_draws(x, memory_budget=small)[0], relabel_draws(x)[0])

@@ -219,7 +219,7 @@ def test_ctrl_c_ends_every_restart_not_just_the_current_one(family):
         model = latentfs.DirichletDCA(2)
         X = model.simulate(n_documents=40, n_features=15, doc_length=40, seed=0)["counts"]
         with pytest.warns(InterruptedFitWarning, match="interrupted"):
-            post = latentfs.fit(model, X, method="vb", seed=0, n_restarts=5, callback=callback)
+            post = latentfs.fit(model, X, method="vb", seed=0, n_init=5, callback=callback)
         assert len(post.diagnostics["restart_objectives"]) == 2
     else:
         rng = np.random.default_rng(0)
@@ -238,3 +238,61 @@ def test_one_site_name_is_one_site_not_its_characters():
     assert len(table) == 2 * 8  # every entry of topic_word, nothing else
     with pytest.raises(DataError, match=r"sites must name sites of this result.*'nope'.*Pass one name or a list"):
         result.summary(sites=["nope"])
+
+
+def test_result_methods_check_their_options():
+    model = latentfs.DirichletDCA(2)
+    X = model.simulate(n_documents=20, n_features=8, doc_length=30, seed=0)["counts"]
+    result = latentfs.fit(model, X, method="vb", seed=0, warn=False)
+    with pytest.raises(DataError, match=r"seed"):
+        result.samples("topic_word", seed=-1)
+    with pytest.raises(DataError, match=r"seed"):
+        result.samples("topic_word", seed="abc")
+    with pytest.raises(DataError, match=r"max_entries must be an integer ≥ 1; got -1"):
+        result.summary(max_entries=-1)
+    # the default seed still gives the same draws as before (numpy's default_rng(0))
+    assert np.array_equal(result.samples("topic_word", 5), result.samples("topic_word", 5, seed=0))
+
+
+def test_load_refuses_a_zip_bomb_without_inflating_it(tmp_path):
+    """A small file that declares a huge member (here 320 MiB of zeros deflated to ~0.3 MiB) is refused
+    from its directory, before anything is read, with the default limit."""
+    import zipfile
+
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("__meta__.npy", "w") as f:
+            np.lib.format.write_array(f, np.asarray('{"format": "x"}'))
+        with archive.open("trace.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (40 * 2**20,)})
+            chunk = bytes(2**20)
+            for _ in range(320):
+                f.write(chunk)
+    assert path.stat().st_size < 2**21
+    with pytest.raises(DataError, match=r"would inflate to 0.31 GiB, over the limit"):
+        latentfs.load(path)
+
+
+def test_load_refuses_draws_whose_shape_disagrees_with_their_labels(tmp_path):
+    model = latentfs.DirichletDCA(2)
+    X = model.simulate(n_documents=20, n_features=8, doc_length=30, seed=0)["counts"]
+    result = latentfs.fit(model, X, method="collapsed_gibbs", seed=0, num_warmup=10, num_samples=10, warn=False)
+    path = tmp_path / "fit.npz"
+    result.save(path)
+    with np.load(path, allow_pickle=False) as f:
+        members = {k: f[k] for k in f.files}
+    members["draws/topic_word"] = members["draws/topic_word"][..., :5]
+    np.savez(path, **members)
+    with pytest.raises(DataError, match=r"inconsistent: site 'topic_word' has shape \(2, 5\) per draw"):
+        latentfs.load(path)
+
+
+@pytest.mark.parametrize("method", ["vb", "gibbs", "collapsed_gibbs"])
+def test_a_numpy_generator_seeds_every_engine_reproducibly(method):
+    model = latentfs.DirichletDCA(2)
+    X = model.simulate(n_documents=20, n_features=8, doc_length=30, seed=0)["counts"]
+    options = {} if method == "vb" else {"num_warmup": 5, "num_samples": 5}
+    first, again = (
+        latentfs.fit(model, X, method=method, seed=np.random.default_rng(3), warn=False, **options) for _ in range(2)
+    )
+    assert np.array_equal(first.mean("topic_word"), again.mean("topic_word"))

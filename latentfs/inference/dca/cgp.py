@@ -48,6 +48,7 @@ import torch
 
 from latentfs.core.data import DataError
 from latentfs.core.driver import chain_generators, run_optimizer
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import (
@@ -283,9 +284,9 @@ def fit_cgp_vb(
     learn = check_learn(model, learn_rho=learn_rho)
     if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
         raise DataError(f"learn_after must be a non-negative integer (cycles before learning); got {learn_after!r}.")
-    for name, v in (("inner_iters", inner_iters), ("num_draws", num_draws)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise DataError(f"{name} must be a positive integer; got {v!r}.")
+    max_iter, tol, inner_iters, num_draws, seed = check_options(
+        max_iter=max_iter, tol=tol, inner_iters=inner_iters, num_draws=num_draws, seed=seed
+    )
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = cast(ConditionalGammaPoissonDCA, resolve_model(model, data))
     hyper = _cgp_hyper(model, data)

@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.data import CountMatrix, DataError, as_counts, check_n_components
+from latentfs.core.data import (
+    CountMatrix,
+    DataError,
+    as_counts,
+    check_n_components,
+)
+from latentfs.core.options import check_options
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA, group_totals
 
 DCAModel = DirichletDCA | GammaPoissonDCA | ConditionalGammaPoissonDCA
@@ -95,6 +101,7 @@ def prepare(
     device: str | torch.device = "cpu",
     empty_documents: str = "error",
 ) -> DCAData:
+    dtype, device, empty_documents = check_options(dtype=dtype, device=device, empty_documents=empty_documents)
     counts = X if isinstance(X, CountMatrix) else as_counts(X, empty_documents=empty_documents)  # type: ignore[arg-type]
     csr = counts.csr
     coo = csr.tocoo()

@@ -54,6 +54,7 @@ import torch
 
 from latentfs.core.data import DataError
 from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import (
@@ -341,11 +342,6 @@ def _init_state(init: Any, model: DCAModel, data: DCAData, scores: bool) -> Poin
 
 
 # ----------------------------------------------------------------------------------------- drivers
-def _check_int(name: str, v: Any, low: int = 1) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise DataError(f"{name} must be an integer ≥ {low}; got {v!r}.")
-
-
 def _run(
     model: DCAModel,
     data: DCAData,
@@ -353,7 +349,7 @@ def _run(
     *,
     scores: bool,
     init: Any,
-    n_restarts: int,
+    n_init: int,
     seed: Any,
     device: Any,
     max_iter: int,
@@ -362,11 +358,8 @@ def _run(
     progress: bool | None,
     warn: bool,
 ) -> tuple[Any, list[float]]:
-    _check_int("n_restarts", n_restarts)
-    _check_int("max_iter", max_iter)
-    if not (isinstance(tol, (int, float)) and not isinstance(tol, bool) and tol >= 0):
-        raise DataError(f"tol must be a non-negative number; got {tol!r}.")
-    gens = chain_generators(seed, n_restarts, device)
+    max_iter, tol, n_init, seed = check_options(max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
+    gens = chain_generators(seed, n_init, device)
 
     def one(r: int) -> OptimizerRun:
         start = _init_state(init, model, data, scores) if (init is not None and r == 0) else point_init(
@@ -374,8 +367,8 @@ def _run(
         )
         return run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=desc, progress=progress, warn=False)
 
-    best, runs = run_restarts(n_restarts, one, warn=warn, desc=desc,
-                              remedies="raise max_iter, loosen tol, or use n_restarts > 1")
+    best, runs = run_restarts(n_init, one, warn=warn, desc=desc,
+                              remedies="raise max_iter, loosen tol, or use n_init > 1")
     return best, [r.objective for r in runs]
 
 
@@ -429,7 +422,7 @@ def fit_nmf_kl(
     schedule: str = "em",
     max_iter: int = 500,
     tol: float = 1e-6,
-    n_restarts: int = 1,
+    n_init: int = 1,
     init: Any = None,
     seed: int | torch.Generator | None = None,
     dtype: torch.dtype = torch.float64,
@@ -450,7 +443,7 @@ def fit_nmf_kl(
         ``"em"``: both factors from the same ratios (the chapter's rewrite rules; equal to PLSI EM with
         l = L m). ``"alternating"``: scores then Θ, as scikit-learn's ``NMF(solver="mu")``.
     max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
-    n_restarts : int
+    n_init : int
         Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
     init : PointState or (doc_latent, topic_word), optional
         Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
@@ -476,6 +469,7 @@ def fit_nmf_kl(
     """
     if schedule not in NMF_SCHEDULES:
         raise DataError(f"schedule must be one of {sorted(NMF_SCHEDULES)}; got {schedule!r}.")
+    max_iter, tol, n_init, seed = check_options(max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = resolve_model(model, data)  # type: ignore[assignment]
 
@@ -483,7 +477,7 @@ def fit_nmf_kl(
         new, objective = nmf_step(data, s, schedule)
         return new, float(objective)
 
-    run, objectives = _run(model, data, step, scores=True, init=init, n_restarts=n_restarts, seed=seed,
+    run, objectives = _run(model, data, step, scores=True, init=init, n_init=n_init, seed=seed,
                            device=device, max_iter=max_iter, tol=tol, desc="KL-NMF", progress=progress, warn=warn)
     state: PointState = run.state
     return _posterior(
@@ -503,7 +497,7 @@ def fit_plsi(
     tempering: float = 1.0,
     max_iter: int = 500,
     tol: float = 1e-6,
-    n_restarts: int = 1,
+    n_init: int = 1,
     init: Any = None,
     seed: int | torch.Generator | None = None,
     dtype: torch.dtype = torch.float64,
@@ -524,7 +518,7 @@ def fit_plsi(
         value for which the log-likelihood is guaranteed not to decrease. For the validation-driven
         schedule of τ use :class:`latentfs.inference.plsa.transformer.PLSATransformer`.
     max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
-    n_restarts : int
+    n_init : int
         Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
     init : PointState or (doc_latent, topic_word), optional
         Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
@@ -546,6 +540,7 @@ def fit_plsi(
     """
     if isinstance(tempering, bool) or not isinstance(tempering, (int, float)) or not 0 < tempering <= 1:
         raise DataError(f"tempering must be a number in (0, 1]; got {tempering!r}. Use 1 for plain EM.")
+    max_iter, tol, n_init, seed = check_options(max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = resolve_model(model, data)  # type: ignore[assignment]
     coef = float((log_length_factorials(model, data) - data.log_factorials).sum())
@@ -555,7 +550,7 @@ def fit_plsi(
         new, objective = plsi_step(data, s, float(tempering), groups)
         return new, float(objective) + coef
 
-    run, objectives = _run(model, data, step, scores=False, init=init, n_restarts=n_restarts, seed=seed,
+    run, objectives = _run(model, data, step, scores=False, init=init, n_init=n_init, seed=seed,
                            device=device, max_iter=max_iter, tol=tol, desc="PLSI EM", progress=progress, warn=warn)
     state: PointState = run.state
     return _posterior(
@@ -585,7 +580,7 @@ def fit_map(
     *,
     max_iter: int = 500,
     tol: float = 1e-6,
-    n_restarts: int = 1,
+    n_init: int = 1,
     init: Any = None,
     seed: int | torch.Generator | None = None,
     dtype: torch.dtype = torch.float64,
@@ -600,7 +595,7 @@ def fit_map(
     :class:`GammaPoissonDCA` (l, Θ). The objective is the model's log joint p(W, latent, Θ), which
     never decreases when every α_k ≥ 1 and γ_j ≥ 1; smaller values clip entries to 0 (module docstring).
     max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
-    n_restarts : int
+    n_init : int
         Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
     init : PointState or (doc_latent, topic_word), optional
         Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
@@ -620,6 +615,7 @@ def fit_map(
     >>> bool((np.diff(result.trace[0]) >= -1e-9).all())
     True
     """
+    max_iter, tol, n_init, seed = check_options(max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = resolve_model(model, data)
     hyper = _hyper(model, data)
@@ -630,7 +626,7 @@ def fit_map(
         return new, float(map_log_posterior(model, data, s, hyper))
 
     scores = isinstance(model, GammaPoissonDCA)
-    run, objectives = _run(model, data, step, scores=scores, init=init, n_restarts=n_restarts, seed=seed,
+    run, objectives = _run(model, data, step, scores=scores, init=init, n_init=n_init, seed=seed,
                            device=device, max_iter=max_iter, tol=tol, desc=f"{type(model).__name__} MAP",
                            progress=progress, warn=warn)
     state: PointState = run.state

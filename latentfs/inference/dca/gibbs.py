@@ -43,6 +43,7 @@ import torch
 
 from latentfs.core.data import DataError
 from latentfs.core.driver import run_sampler
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import (
@@ -105,6 +106,11 @@ class TokenIndex:
 
 
 def token_index(data: DCAData) -> TokenIndex:
+    from latentfs.inference.dca.collapsed_state import check_token_budget
+
+    # Expanding the counts into tokens costs three int64 entries per token (row, document, word) plus
+    # the assignments: check the total against the memory budget before anything is allocated.
+    check_token_budget(data.values.detach().cpu().numpy(), bytes_per_token=40, what="direct Gibbs")
     counts = data.values.round().long()
     single = counts == 1
     order = torch.cat([torch.nonzero(single).ravel(), torch.nonzero(~single).ravel()])
@@ -440,6 +446,10 @@ def fit_gibbs(
         with_hyperparameters,
     )
 
+    num_samples, num_warmup, num_chains, thin, seed, dtype, device = check_options(
+        num_samples=num_samples, num_warmup=num_warmup, num_chains=num_chains, thin=thin, seed=seed, dtype=dtype,
+        device=device,
+    )
     learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta, learn_rho=learn_rho)
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     _use_compiled(vstep, data)  # validates the option before any sampling

@@ -32,6 +32,7 @@ import torch
 
 from latentfs.core.data import CountMatrix, DataError, as_counts, check_choice, check_float, check_int
 from latentfs.core.driver import chain_generators
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import hyper_tensors, prepare, resolve_model
@@ -269,8 +270,9 @@ def fit_online_vb(
         holds each batch's bound per token (noisy: each is a different batch), ``extras["n_updates"]`` t.
     """
     _check_online_options(model, tau0, kappa, total_documents, theta_update, doc_max_iter, doc_tol)
-    check_int("batch_size", batch_size, low=1)
-    check_int("n_passes", n_passes, low=1)
+    batch_size, n_passes, seed, dtype, device, empty_documents = check_options(
+        batch_size=batch_size, n_passes=n_passes, seed=seed, dtype=dtype, device=device, empty_documents=empty_documents
+    )
     if not isinstance(shuffle, bool):
         raise DataError(f"shuffle must be True or False; got {shuffle!r}.")
     from latentfs.core.shards import is_dask_array

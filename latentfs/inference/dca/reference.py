@@ -19,6 +19,7 @@ from pyro.infer.autoguide import AutoNormal
 
 from latentfs.core.data import DataError
 from latentfs.core.driver import InterruptedFitWarning, chain_generators, run_optimizer
+from latentfs.core.options import check_float, check_options
 from latentfs.core.pyro_context import pyro_scope
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
@@ -73,6 +74,14 @@ def fit_nuts(
     draw and checked for convergence (a :class:`~latentfs.core.driver.ConvergenceWarning` when R̂ or ESS
     is off, unless ``warn=False``). Ctrl-C keeps the chains already finished.
     """
+    num_samples, num_warmup, num_chains, seed, dtype, empty_documents = check_options(
+        num_samples=num_samples, num_warmup=num_warmup, num_chains=num_chains, seed=seed, dtype=dtype,
+        empty_documents=empty_documents,
+    )
+    target_accept_prob = check_float(
+        "target_accept_prob", target_accept_prob, 0.0, 1.0, low_open=True, high_open=True,
+        remedy="Pass a probability such as 0.8.",
+    )
     data, counts, model = _dense(model, X, dtype, empty_documents)
     sites = ("topic_word", model.doc_site)
     chains: dict[str, list[np.ndarray]] = {s: [] for s in sites}
@@ -161,6 +170,12 @@ def fit_svi(
     The trace is the ELBO estimate per step. The result holds ``num_draws`` draws from the fitted guide
     as one chain. ``tol=0`` (default) runs all ``num_steps`` steps.
     """
+    num_steps, num_draws, seed, dtype, empty_documents, tol = check_options(
+        num_steps=num_steps, num_draws=num_draws, seed=seed, dtype=dtype, empty_documents=empty_documents, tol=tol
+    )
+    learning_rate = check_float(
+        "learning_rate", learning_rate, 0.0, low_open=True, remedy="Pass a small positive step, e.g. 0.02."
+    )
     data, counts, model = _dense(model, X, dtype, empty_documents)
     gen = chain_generators(seed, 1)[0]
     with pyro_scope(_seed_of(gen)):

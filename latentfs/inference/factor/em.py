@@ -42,6 +42,7 @@ from latentfs.core.driver import (
     run_optimizer,
     run_restarts,
 )
+from latentfs.core.options import check_moments, check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
@@ -577,7 +578,11 @@ def _fit_fa(
     n_init: int = 1,
 ) -> Posterior:
     started = time.perf_counter()
+    seed, max_iter, tol, n_init, dtype, device = check_options(
+        seed=seed, max_iter=max_iter, tol=tol, n_init=n_init, dtype=dtype, device=device
+    )
     matrix = _validate_fa(model, X)
+    check_moments(matrix.values)
     if acceleration not in _ACCELERATIONS:
         raise DataError(f"acceleration must be one of {sorted(_ACCELERATIONS)}; got {acceleration!r}.")
     values = matrix.values
@@ -972,8 +977,12 @@ def em_mixture_of_factor_analyzers(
     started = time.perf_counter()
     if not isinstance(model, MixtureOfFactorAnalyzers):
         raise DataError(f"model must be a MixtureOfFactorAnalyzers; got {type(model).__name__}.")
+    seed, max_iter, tol, n_init, dtype, device = check_options(
+        seed=seed, max_iter=max_iter, tol=tol, n_init=n_init, dtype=dtype, device=device
+    )
     matrix = as_continuous(X, missing="error", allow_constant=False, min_samples=2)
     values = matrix.values
+    check_moments(values)
     n, d = values.shape
     K, q = model.n_components, model.n_factors
     check_n_components(K, n, what=f"the number of samples, {n}")

@@ -40,6 +40,7 @@ from scipy.optimize import linear_sum_assignment
 
 from latentfs.core.data import DataError
 from latentfs.core.driver import run_sampler
+from latentfs.core.options import check_moments, check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior, split_rhat
 from latentfs.inference.factor.em import (
@@ -278,8 +279,13 @@ def gibbs_factor_analysis(
             f"{model.loading_scale}, noise_shape={model.noise_shape}. Build the model with e.g. "
             "FactorAnalysis(k, loading_scale=1.0, noise_shape=2.0, noise_scale=1.0), or use method='map'."
         )
+    num_chains, num_warmup, num_samples, thin, seed, dtype, device = check_options(
+        num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin, seed=seed, dtype=dtype,
+        device=device,
+    )
     matrix = _validate_fa(model, X)  # no singular-covariance check: the priors keep the posterior proper
     values = matrix.values
+    check_moments(values)
     q = model.n_factors
     if align is None:
         if model.constraints is None:

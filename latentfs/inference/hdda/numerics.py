@@ -43,8 +43,9 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.special import logsumexp
 
-from latentfs.core.data import DataError
+from latentfs.core.data import DataError, as_rng, check_choice, check_float
 from latentfs.core.driver import OptimizerRun, best_run, run_optimizer
+from latentfs.core.options import check_moments, check_options
 
 __all__ = [
     "DIMENSION_RULES",
@@ -384,6 +385,29 @@ def pooled_scatter(scatters: Sequence[Scatter]) -> Scatter:
 # ---------------------------------------------------------------------------------------------------
 # Intrinsic dimension
 # ---------------------------------------------------------------------------------------------------
+def check_hdda_data(X: np.ndarray, *, name: str = "X") -> None:
+    """HDDA needs at least two features (a class subspace below the full space) that are not all constant,
+    and values whose squares fit in float64."""
+    if X.ndim != 2 or X.shape[1] < 2:
+        raise DataError(
+            f"{name} must have at least 2 features for HDDA (each class lives in a subspace of lower dimension than "
+            f"the data); got {X.shape[1] if X.ndim == 2 else X.ndim}. Use a Gaussian mixture for one feature."
+        )
+    check_moments(X, name=name)
+    spread = np.ptp(X, axis=0)
+    if not (spread > 0).any():
+        raise DataError(
+            f"{name} is constant (every column holds one value): HDDA has no variance to model and its likelihood "
+            "is unbounded. Check the data."
+        )
+
+
+def check_threshold(threshold: Any, *, name: str = "threshold") -> float:
+    """Cattell's scree-test threshold t: a number in (0, 1] (a gap counts when it is at least t × the largest gap)."""
+    return check_float(name, threshold, 0.0, 1.0, low_open=True,
+                       remedy=f"{name} is a fraction of the largest eigenvalue gap; HDclassif's default is 0.2.")
+
+
 def cattell_dimension(
     eigenvalues: np.ndarray, n_samples: float, *, threshold: float = 0.2, noise_ctrl: float = 1e-8
 ) -> int:
@@ -1009,9 +1033,13 @@ def fit_hddc(
     [40, 40]
     """
     spec = resolve_submodel(model)
-    if algorithm not in _ASSIGNMENTS:
-        raise DataError(f"algorithm must be one of {sorted(_ASSIGNMENTS)}; got {algorithm!r}.")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    check_choice("algorithm", algorithm, sorted(_ASSIGNMENTS))
+    n_init, max_iter, tol, seed = check_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed)
+    threshold = check_threshold(threshold)
+    noise_ctrl = check_float("noise_ctrl", noise_ctrl, 0.0, 1.0, high_open=True,
+                             remedy="noise_ctrl is a fraction of the largest eigenvalue; try 1e-8.")
+    rng = as_rng(seed)
+    check_hdda_data(X)
     n = X.shape[0]
     total = _scatter(X, np.ones(n)) if spec.is_subspace and spec.dims == "d" and isinstance(n_dims, str) else None
     m_step = partial(_m_step, X, spec=spec, n_dims=n_dims, threshold=threshold, noise_ctrl=noise_ctrl,

@@ -25,6 +25,7 @@ the validation score and counted in ``diagnostics["unseen_validation_tokens"]``.
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable
@@ -35,8 +36,9 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from latentfs.core.data import DataError, DataWarning, as_counts
+from latentfs.core.data import DataError, DataWarning, as_counts, as_rng, check_choice
 from latentfs.core.driver import best_run, chain_generators, run_optimizer
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.evaluate.heldout import completion_score, split_documents
@@ -241,12 +243,6 @@ class _EarlyStopper:
         return self.best_state
 
 
-def _check_int(name: str, v: Any, low: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-        raise DataError(f"{name} must be an integer ≥ {low}; got {v!r}.")
-    return int(v)
-
-
 def _check_unit(name: str, v: Any, *, closed_high: bool) -> float:
     ok = not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v and (v <= 1 if closed_high else v < 1)
     if not ok:
@@ -270,7 +266,7 @@ def fit_plsa(
     fold_in_iter: int = 20,
     max_iter: int = 500,
     tol: float = 1e-7,
-    n_restarts: int = 1,
+    n_init: int = 1,
     init: tuple[Any, Any] | None = None,
     seed: int | torch.Generator | None = None,
     dtype: torch.dtype = torch.float64,
@@ -298,7 +294,7 @@ def fit_plsa(
     beta_decay, beta_min : η < 1 and the smallest β of tempered EM.
     fold_in_iter : int
         Fold-in iterations per EM iteration for the validation documents (warm-started).
-    max_iter, tol, n_restarts, init, seed, dtype, device, progress, warn
+    max_iter, tol, n_init, init, seed, dtype, device, progress, warn
         As for the DCA engines; ``init`` is (P(z | d), P(x | z)).
 
     Returns
@@ -317,12 +313,11 @@ def fit_plsa(
     >>> bool((np.diff(result.trace[0]) >= -1e-9).all())
     True
     """
-    if validation_score not in VALIDATION_SCORES:
-        raise DataError(f"validation_score must be one of {VALIDATION_SCORES}; got {validation_score!r}.")
-    patience = _check_int("patience", patience, 1)
-    fold_in_iter = _check_int("fold_in_iter", fold_in_iter, 1)
-    n_restarts = _check_int("n_restarts", n_restarts, 1)
-    max_iter = _check_int("max_iter", max_iter, 1)
+    check_choice("validation_score", validation_score, VALIDATION_SCORES)
+    patience, fold_in_iter, n_init, max_iter, tol, seed, dtype, device = check_options(
+        patience=patience, fold_in_iter=fold_in_iter, n_init=n_init, max_iter=max_iter, tol=tol, seed=seed,
+        dtype=dtype, device=device,
+    )
     beta_decay = _check_unit("beta_decay", beta_decay, closed_high=False)
     beta_min = _check_unit("beta_min", beta_min, closed_high=True)
     if X_valid is not None and validation_fraction is not None:
@@ -331,7 +326,7 @@ def fit_plsa(
     K = model.n_aspects
     if validation_fraction is not None:
         frac = _check_unit("validation_fraction", validation_fraction, closed_high=False)
-        rng = np.random.default_rng(int(seed) if isinstance(seed, (int, np.integer)) else None)
+        rng = as_rng(seed)  # a torch.Generator seeds it by one draw: identical calls split identically
         order = rng.permutation(counts.n_documents)
         n_valid = int(round(frac * counts.n_documents))
         if n_valid < 1 or n_valid >= counts.n_documents:
@@ -354,9 +349,9 @@ def fit_plsa(
             f"of documents and features); got {K}. Choose fewer aspects."
         )
     data = prepare(counts, dtype=dtype, device=device)
-    gens = chain_generators(seed, n_restarts, device)
+    gens = chain_generators(seed, n_init, device)
     runs = []
-    for r in range(n_restarts):
+    for r in range(n_init):
         state = _plsa_init(init if r == 0 else None, data, K, gens[r])
         stopper = (
             # the same validation split for every restart, so their scores compare
@@ -369,7 +364,7 @@ def fit_plsa(
         run = run_optimizer(state, step, max_iter=max_iter, tol=0.0 if stopper else tol, min_iter=2,
                             desc="PLSA " + ("TEM" if tempered else "EM"), progress=progress,
                             warn=warn and stopper is None,
-                            remedies="raise max_iter, loosen tol, or use n_restarts > 1")
+                            remedies="raise max_iter, loosen tol, or use n_init > 1")
         run.info.update(restart=r, stopper=stopper)
         if stopper is not None:
             if warn and not stopper.stopped:
@@ -488,3 +483,9 @@ def _plsa_tem(model: PLSA, X: Any, **options: Any) -> Posterior:
     if options.pop("tempered", True) is False:
         raise DataError("method='tem' is tempered EM; drop tempered=False or use method='em'.")
     return fit_plsa(model, X, tempered=True, **options)
+
+
+# The registry checks option names against an engine's signature: give the wrappers fit_plsa's, so that a
+# misspelt option is refused with the list of valid ones instead of a TypeError from inside.
+_plsa_em.__signature__ = inspect.signature(fit_plsa)  # type: ignore[attr-defined]
+_plsa_tem.__signature__ = inspect.signature(fit_plsa)  # type: ignore[attr-defined]

@@ -80,7 +80,7 @@ class PLSAEstimator(LatentEstimator):
 
     def _engine_options(self, model: Any) -> dict[str, Any]:
         # The PLSA engines take **options (fit_plsa's keywords): name them here.
-        names = {"seed": "seed", "max_iter": "max_iter", "tol": "tol", "n_init": "n_restarts",
+        names = {"seed": "seed", "max_iter": "max_iter", "tol": "tol", "n_init": "n_init",
                  "validation_fraction": "validation_fraction"}
         return {engine: getattr(self, ours) for ours, engine in names.items() if getattr(self, ours) is not None}
 

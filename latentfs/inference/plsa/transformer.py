@@ -6,34 +6,46 @@ import math
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from latentfs.core.data import DataError
+from latentfs.core.base import ParamsAsDataError, check_fitted, check_X
+from latentfs.core.data import DataError, check_choice
 from latentfs.evaluate.heldout import completion_loglik, completion_score, split_documents
 from latentfs.inference.plsa.em import _topic_word_of, fit_plsa, fold_in
 from latentfs.models.plsa import PLSA
 
 
-class PLSATransformer:
+class PLSATransformer(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """PLSA as a feature extractor with scikit-learn conventions (Monay et al. 2006, §4).
 
     ``fit`` runs (tempered) EM on the training documents; ``transform`` folds new documents in and returns
     their aspect representation P(z | d), the features Monay et al. give an SVM. Drops into a scikit-learn
-    ``Pipeline``.
+    ``Pipeline``; the columns of a DataFrame are matched by name to those seen in ``fit``.
 
     Parameters
     ----------
-    n_aspects : int
-    tempered, early_stopping, validation_fraction, patience, beta_decay, beta_min, max_iter, tol, n_restarts,
-    seed : see :func:`fit_plsa` (validation documents come from ``validation_fraction`` of the training
-    documents, or from ``X_valid`` passed to ``fit``).
+    n_components : int
+        The number of aspects K.
+    tempered, early_stopping, validation_fraction, patience, beta_decay, beta_min, max_iter, tol, n_init,
+    seed : see :func:`fit_plsa` (``n_init`` is its number of restarts; validation documents come from
+    ``validation_fraction`` of the training documents, or from ``X_valid`` passed to ``fit``).
+    seed : int, Generator or None, default 0
     fold_in_iter : int
         EM iterations of :func:`fold_in` in ``transform``.
+    non_integer : {"error", "round"}
+        What to do with non-integer entries of ``X``: raise (PLSA models counts), or round them first.
 
     Attributes
     ----------
-    components_ : ndarray (n_aspects, n_features), P(x | z)
-    doc_topic_ : ndarray (n_training_documents, n_aspects), P(z | d) of the documents fitted
+    components_ : ndarray (n_components, n_features), P(x | z)
+    doc_topic_ : ndarray (n_training_documents, n_components), P(z | d) of the documents fitted (empty
+        documents, which carry no tokens, are left out of the fit)
     result_ : Posterior of the fit
+    n_iter_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
@@ -45,7 +57,7 @@ class PLSATransformer:
 
     def __init__(
         self,
-        n_aspects: int,
+        n_components: int = 10,
         *,
         tempered: bool = False,
         early_stopping: bool = False,
@@ -55,11 +67,12 @@ class PLSATransformer:
         beta_min: float = 0.5,
         max_iter: int = 300,
         tol: float = 1e-7,
-        n_restarts: int = 1,
+        n_init: int = 1,
         fold_in_iter: int = 100,
-        seed: int | None = None,
+        seed: int | None = 0,
+        non_integer: str = "error",
     ) -> None:
-        self.n_aspects = n_aspects
+        self.n_components = n_components
         self.tempered = tempered
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
@@ -68,43 +81,70 @@ class PLSATransformer:
         self.beta_min = beta_min
         self.max_iter = max_iter
         self.tol = tol
-        self.n_restarts = n_restarts
+        self.n_init = n_init
         self.fold_in_iter = fold_in_iter
         self.seed = seed
+        self.non_integer = non_integer
 
-    _PARAMS = ("n_aspects", "tempered", "early_stopping", "validation_fraction", "patience", "beta_decay",
-               "beta_min", "max_iter", "tol", "n_restarts", "fold_in_iter", "seed")
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {p: getattr(self, p) for p in self._PARAMS}
-
-    def set_params(self, **params: Any) -> PLSATransformer:
-        for k, v in params.items():
-            if k not in self._PARAMS:
-                raise DataError(f"set_params got an unknown parameter {k!r}; valid: {list(self._PARAMS)}.")
-            setattr(self, k, v)
-        return self
+    def _counts(self, X: Any, *, reset: bool) -> Any:
+        check_choice("non_integer", self.non_integer, ("error", "round"))
+        X = check_X(self, X, reset=reset, accept_sparse="csr")
+        data = X.data if sp.issparse(X) else X
+        if data.size and data.min() < 0:
+            raise DataError(
+                f"Negative values in data passed to PLSATransformer: X must hold non-negative counts; its smallest "
+                f"entry is {float(data.min()):g}. Pass raw counts, not centred values."
+            )
+        if self.non_integer == "round":
+            X = X.copy()
+            if sp.issparse(X):
+                X.data = np.round(X.data)
+                X.eliminate_zeros()
+            else:
+                X = np.round(X)
+        return X
 
     def fit(self, X: Any, y: Any = None, *, X_valid: Any = None) -> PLSATransformer:
         """Fit P(x | z) and the training documents' P(z | d); ``y`` is ignored (unsupervised)."""
+        Xc = self._counts(X, reset=True)
+        totals = np.asarray(Xc.sum(axis=1)).ravel()
+        if (totals == 0).all():
+            raise DataError("X holds no counts (every document is empty); PLSA needs at least one token.")
+        Xc = Xc[totals > 0]  # an empty document has no tokens to fit
         self.result_ = fit_plsa(
-            PLSA(self.n_aspects), X, tempered=self.tempered, early_stopping=self.early_stopping,
+            PLSA(self.n_components), Xc, tempered=self.tempered, early_stopping=self.early_stopping,
             X_valid=X_valid, validation_fraction=None if X_valid is not None else self.validation_fraction,
             patience=self.patience, beta_decay=self.beta_decay, beta_min=self.beta_min, max_iter=self.max_iter,
-            tol=self.tol, n_restarts=self.n_restarts, seed=self.seed, warn=False,
+            tol=self.tol, n_init=self.n_init, seed=self.seed, warn=False,
         )
         self.components_ = self.result_.mean("topic_word")
         self.doc_topic_ = self.result_.mean("doc_topic")
-        self.n_features_in_ = self.components_.shape[1]
+        self.n_iter_ = max(1, int(self.result_.diagnostics.get("n_iter", 1)))
         return self
+
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.components_.shape[0])
+
+    @staticmethod
+    def _nonempty(X: Any) -> Any:
+        """The documents of ``X`` that hold tokens (an empty one adds nothing to a per-token score)."""
+        return X[np.asarray(X.sum(axis=1)).ravel() > 0]
 
     def transform(self, X: Any) -> np.ndarray:
         """Aspect features P(z | d) of ``X`` by fold-in (P(x | z) fixed)."""
-        return fold_in(self, X, max_iter=self.fold_in_iter)
+        check_fitted(self, "components_", call="fit(X)")
+        return fold_in(self, self._counts(X, reset=False), max_iter=self.fold_in_iter)
 
     def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
         """Fit, then fold in ``X`` (the same representation ``transform`` gives new documents)."""
         return self.fit(X, y, **fit_params).transform(X)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
 
     def score_details(self, X: Any, *, fraction: float = 0.5, seed: int = 0) -> dict[str, Any]:
         """Document completion of ``X`` with its bookkeeping (:func:`latentfs.evaluate.heldout.completion_score`).
@@ -115,7 +155,8 @@ class PLSATransformer:
         P(x | z) and P(z | d) can both hold exact zeros) and ``n_unseen_tokens`` (tokens of words never
         seen in training, left out).
         """
-        observed, held = split_documents(X, fraction, seed=seed)
+        check_fitted(self, "components_", call="fit(X)")
+        observed, held = split_documents(self._nonempty(self._counts(X, reset=False)), fraction, seed=seed)
         tw = _topic_word_of(self)
         seen = tw.sum(0) > 0
         mix = fold_in(self, observed, max_iter=self.fold_in_iter)
@@ -128,7 +169,8 @@ class PLSATransformer:
         document, score the rest; :mod:`latentfs.evaluate.heldout`). Tokens of unseen words are left out.
         A held-out token of probability 0 makes the score −inf, with a DataWarning giving the count and the
         score of the other tokens (:meth:`score_details` returns both)."""
-        observed, held = split_documents(X, fraction, seed=seed)
+        check_fitted(self, "components_", call="fit(X)")
+        observed, held = split_documents(self._nonempty(self._counts(X, reset=False)), fraction, seed=seed)
         tw = _topic_word_of(self)
         seen = tw.sum(0) > 0
         mix = fold_in(self, observed, max_iter=self.fold_in_iter)

@@ -236,7 +236,7 @@ def test_bad_options_are_rejected():
         latentfs.fit(_cgp(), TINY_X, method="vb", learn_alpha=True)
     with pytest.raises(DataError, match="learn_rho=True needs a model with a rho"):
         latentfs.fit(GammaPoissonDCA(2, beta=0.5), TINY_X, method="gibbs", learn_rho=True)
-    with pytest.raises(DataError, match="inner_iters must be a positive integer"):
+    with pytest.raises(DataError, match="inner_iters must be an integer ≥ 1"):
         latentfs.fit(_cgp(), TINY_X, method="vb", inner_iters=0)
     with pytest.raises(DataError, match="init must hold doc_shape"):
         latentfs.fit(_cgp(), TINY_X, method="vb", init=CGPState(torch.ones(2, 2), torch.ones(2, 2, dtype=torch.bool),

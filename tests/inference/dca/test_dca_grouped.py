@@ -156,7 +156,7 @@ def test_rollcall_encoding():
 
 
 @pytest.mark.parametrize("method, options", [
-    ("vb", {"max_iter": 500, "tol": 1e-7, "n_restarts": 2}),
+    ("vb", {"max_iter": 500, "tol": 1e-7, "n_init": 2}),
     ("gibbs", {"num_warmup": 150, "num_samples": 50, "num_chains": 1, "log_likelihood": False, "warn": False}),
 ])
 def test_planted_blocs_are_recovered(method, options):

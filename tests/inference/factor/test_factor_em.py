@@ -347,7 +347,7 @@ def test_error_options():
         fem.em_factor_analysis(MixtureOfFactorAnalyzers(1, 1), X)
     with pytest.raises(DataError, match="model must be a MixtureOfFactorAnalyzers"):
         fem.em_mixture_of_factor_analyzers(fa, X)
-    with pytest.raises(DataError, match="n_init must be a positive integer"):
+    with pytest.raises(DataError, match=r"n_init must be an integer ≥ 1; got 0"):
         fit(MixtureOfFactorAnalyzers(2, 1), X, method="em", n_init=0)
     with pytest.raises(DataError, match="became singular during EM .* Heywood case.*regularization=1e-3"):
         fit(fa, X, method="em", init={"loadings": np.full((8, 2), 1e300), "noise_variance": 1.0})

@@ -66,5 +66,5 @@ def test_fa_heywood_case_is_detected_and_warned():
 def test_fa_n_init_must_be_a_positive_integer():
     from latentfs.core.data import DataError
 
-    with pytest.raises(DataError, match="n_init must be a positive integer; got 0"):
+    with pytest.raises(DataError, match="n_init must be an integer ≥ 1; got 0"):
         fit(FactorAnalysis(2), _wine(scaled=True), method="em", n_init=0)

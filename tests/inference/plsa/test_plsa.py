@@ -141,7 +141,7 @@ def test_planted_aspects_recovered(sim):
     from latentfs.core.relabel import matching_permutation
 
     big = PLSA(3).simulate(300, 30, doc_length=200, word_concentration=0.1, seed=5)
-    result = latentfs.fit(PLSA(3), big["counts"], method="em", seed=0, n_restarts=3, max_iter=500, warn=False)
+    result = latentfs.fit(PLSA(3), big["counts"], method="em", seed=0, n_init=3, max_iter=500, warn=False)
     _, dist = matching_permutation(big["topic_word"], result.mean("topic_word"))
     assert dist < 0.15  # mean L1 per aspect after Hungarian matching
 
@@ -158,7 +158,7 @@ def test_transformer_in_a_pipeline(sim):
     assert pipe.predict(X[45:]).shape == (15,)
     feats = pipe[0].transform(X[45:])
     np.testing.assert_allclose(feats.sum(1), 1.0)
-    assert clone(pipe[0]).get_params()["n_aspects"] == 3
+    assert clone(pipe[0]).get_params()["n_components"] == 3
     assert np.isfinite(pipe[0].score(X[45:])) and pipe[0].perplexity(X[45:]) > 1
 
 
@@ -176,7 +176,7 @@ def test_transformer_in_a_pipeline(sim):
         ({"validation_fraction": 0.2, "X_valid": np.ones((2, 30))}, "either X_valid or validation_fraction"),
         ({"early_stopping": True, "X_valid": np.ones((2, 7))}, "X_valid must have 30 features"),
         ({"init": "uniform"}, "init must be a pair"),
-        ({"n_restarts": 0}, "n_restarts must be an integer"),
+        ({"n_init": 0}, "n_init must be an integer"),
         ({"max_iter": 0}, "max_iter must be an integer"),
         ({"early_stopping": True, "X_valid": np.eye(30)}, "X_valid documents need at least 2 tokens"),
         ({"init": (np.ones((2, 3)), np.ones((3, 30)))}, "init must hold non-negative doc_topic"),

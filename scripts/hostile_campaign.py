@@ -1,0 +1,650 @@
+"""The project's own bad-input campaign (issue 19): malformed inputs × public entry points, in one process.
+
+Every class of malformed input named in issue 19 (containers and dtypes, options, numerical extremes, sizes,
+files) is applied to every public entry point it fits: ``latentfs.fit`` for every model × method, the
+scikit-learn estimators, ``simulate``, the result methods (``samples``, ``summary``, ``mean``,
+``to_inference_data``) and ``latentfs.load``. Each run is classified as
+
+* **clean**: a :class:`~latentfs.core.data.DataError`, or a finite result where the input is legal;
+* **crash**: any other exception (including the per-run time limit and ``MemoryError`` under the memory cap);
+* **silent**: a result where an error was due, or NaN/inf in a result.
+
+Runs are in-process (``try``/``except``) under a per-run alarm (``--timeout`` seconds) and an address-space
+cap (``--memory`` GiB above the start), so that a run asking for terabytes fails fast instead of swapping.
+
+Usage (about 2-4 minutes on one core)::
+
+    OMP_NUM_THREADS=1 python scripts/hostile_campaign.py                  # the working tree
+    git archive 5adbc47 | tar -x -C /tmp/before
+    OMP_NUM_THREADS=1 PYTHONPATH=/tmp/before python scripts/hostile_campaign.py   # an older tree
+
+``--details FILE`` writes every non-clean run (entry point, input, outcome, message) as JSON.
+"""
+
+# ruff: noqa: B023  (every thunk runs at once, inside the loop that builds it)
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import pickle
+import resource
+import signal
+import sys
+import tempfile
+import time
+import warnings
+import zipfile
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+# ----------------------------------------------------------------------------------------------- outcomes
+
+LEGAL, ILLEGAL, EITHER = "legal", "illegal", "either"  # EITHER: a DataError or a finite result are both clean
+
+
+class RunTimeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise RunTimeout("time limit")
+
+
+@dataclass
+class Outcome:
+    klass: str
+    entry: str
+    case: str
+    status: str  # clean / crash / silent
+    detail: str
+
+
+def _finite(obj: Any, depth: int = 0) -> bool:
+    """Whether every number reachable in ``obj`` (arrays, dicts, a Posterior's draws and fits) is finite."""
+    if depth > 4:
+        return True
+    if obj is None or isinstance(obj, (str, bool)):
+        return True
+    if isinstance(obj, (int, float, np.number)):
+        return bool(np.isfinite(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.dtype.kind not in "fc" or bool(np.isfinite(obj).all())
+    if sp.issparse(obj):
+        return _finite(obj.data, depth + 1)
+    if hasattr(obj, "detach"):
+        return _finite(obj.detach().cpu().numpy(), depth + 1)
+    if isinstance(obj, dict):
+        return all(_finite(v, depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return all(_finite(v, depth + 1) for v in obj)
+    if type(obj).__name__ == "Posterior":
+        return all(_finite(obj.mean(s), depth + 1) for s in obj.sites)
+    if hasattr(obj, "values") and hasattr(obj, "columns"):  # DataFrame: a point's sd, band and R̂ are NaN by design
+        cols = ["mean"] if "mean" in obj.columns else list(obj.select_dtypes("number").columns)
+        return _finite(np.asarray(obj[cols], dtype=float), depth + 1)
+    return True
+
+
+def run_one(klass: str, entry: str, case: str, legality: str, thunk: Callable[[], Any], timeout: int) -> Outcome:
+    from latentfs.core.data import DataError
+
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(
+            io.StringIO()
+        ):
+            warnings.simplefilter("ignore")
+            result = thunk()
+        signal.alarm(0)
+    except DataError as exc:
+        signal.alarm(0)
+        return Outcome(klass, entry, case, "clean", f"DataError: {str(exc)[:160]}")
+    except BaseException as exc:  # noqa: BLE001 - the point is to classify everything
+        signal.alarm(0)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return Outcome(klass, entry, case, "crash", f"{type(exc).__name__}: {str(exc)[:160]}")
+    try:
+        finite = _finite(result)
+    except Exception as exc:  # noqa: BLE001
+        return Outcome(klass, entry, case, "crash", f"result unreadable: {type(exc).__name__}: {str(exc)[:120]}")
+    if not finite:
+        return Outcome(klass, entry, case, "silent", "NaN/inf in the result")
+    if legality == ILLEGAL:
+        return Outcome(klass, entry, case, "silent", "returned a result where an error was due")
+    return Outcome(klass, entry, case, "clean", "finite result")
+
+
+# ----------------------------------------------------------------------------------------------- data
+
+RNG = np.random.default_rng(0)
+COUNTS = RNG.poisson(3.0, size=(24, 8)).astype(np.int64)
+COUNTS[:, 0] += 1  # no empty documents
+_Z = RNG.normal(size=(40, 2))
+CONT = _Z @ RNG.normal(size=(2, 6)) + 0.5 * RNG.normal(size=(40, 6)) + np.repeat([[0.0], [4.0]], 20, axis=0)
+CATEG = RNG.integers(0, 3, size=(40, 5))
+SEQ = RNG.normal(size=(40, 2))
+SEQ_CAT = RNG.integers(0, 3, size=(40, 1))
+
+
+def _kind(model: Any) -> str:
+    name = type(model).__name__
+    if "DCA" in name or name == "PLSA":
+        return "counts"
+    if name == "LatentClass":
+        return "categorical"
+    if name == "CategoricalHMM":
+        return "seq_cat"
+    if name == "GaussianHMM":
+        return "seq"
+    return "continuous"
+
+
+def base_data(kind: str) -> np.ndarray:
+    return {"counts": COUNTS, "continuous": CONT, "categorical": CATEG, "seq": SEQ, "seq_cat": SEQ_CAT}[kind]
+
+
+def fit_targets() -> list[tuple[str, Any, str]]:
+    """(label, model factory, method) for every registered model × method."""
+    import latentfs
+    from latentfs.core.registry import _ENGINES, _load_engines
+
+    _load_engines()
+    makers: dict[str, Callable[[], Any]] = {
+        "DirichletDCA": lambda: latentfs.DirichletDCA(2),
+        "GammaPoissonDCA": lambda: latentfs.GammaPoissonDCA(2),
+        "ConditionalGammaPoissonDCA": lambda: latentfs.ConditionalGammaPoissonDCA(2),
+        "PLSA": lambda: latentfs.PLSA(2),
+        "FactorAnalysis": lambda: latentfs.FactorAnalysis(2),
+        "MixtureOfFactorAnalyzers": lambda: latentfs.MixtureOfFactorAnalyzers(2, 1),
+        "HDDAModel": lambda: latentfs.HDDAModel(2),
+        "GaussianMixture": lambda: latentfs.GaussianMixture(2, covariance_type="diag"),
+        "LatentProfile": lambda: latentfs.LatentProfile(2),
+        "LatentClass": lambda: latentfs.LatentClass(2),
+        "GaussianHMM": lambda: latentfs.GaussianHMM(2),
+        "CategoricalHMM": lambda: latentfs.CategoricalHMM(2),
+    }
+    out = []
+    for cls, method in sorted(_ENGINES, key=lambda cm: (cm[0].__name__, cm[1])):
+        if cls.__name__ in makers:
+            out.append((f"fit[{cls.__name__}/{method}]", makers[cls.__name__], method))
+    return out
+
+
+def engine_params(model: Any, method: str) -> list[str] | None:
+    from latentfs.core.registry import _ENGINES, engine_options
+
+    for cls in type(model).__mro__:
+        eng = _ENGINES.get((cls, method))
+        if eng is not None:
+            names = engine_options(eng)
+            if names is None and type(model).__name__ == "PLSA":  # a wrapper taking **options around fit_plsa
+                from latentfs.inference.plsa.em import fit_plsa
+
+                names = engine_options(fit_plsa)
+            return names
+    return []
+
+
+FAST = {
+    "max_iter": 15, "num_samples": 4, "num_warmup": 4, "num_chains": 1, "n_init": 1, "n_restarts": 1,
+    "num_steps": 5, "num_draws": 4, "warn": False, "seed": 0, "progress": False,
+}
+
+
+def fast_options(model: Any, method: str, **override: Any) -> dict[str, Any]:
+    accepted = engine_params(model, method)
+    opts = {}
+    for k, v in {**FAST, **override}.items():
+        if accepted is None or k in accepted:
+            opts[k] = v
+    if isinstance(accepted, list) and "lengths" in accepted:
+        opts.setdefault("lengths", [20, 20])
+    return opts
+
+
+# ----------------------------------------------------------------------------------------------- input classes
+
+
+def container_cases(X: np.ndarray, kind: str) -> Iterator[tuple[str, str, Any]]:
+    """(name, legality, data) for the containers-and-dtypes class, built from the legal ``X``."""
+    import torch
+
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[0, -1] = True
+    yield "masked array", ILLEGAL, np.ma.masked_array(np.where(mask, 99, X), mask=mask)
+    yield "datetime64", ILLEGAL, X.astype("datetime64[D]")
+    yield "timedelta64", ILLEGAL, X.astype("timedelta64[s]")
+    yield "ragged list", ILLEGAL, [list(r) for r in X[:3]] + [list(X[3, :2])]
+    yield "torch meta tensor", ILLEGAL, torch.empty(X.shape, device="meta")
+    yield "string array", ILLEGAL, X.astype(str).astype(object)
+    yield "1-D array", ILLEGAL, X[:, 0].copy()
+    yield "3-D array", ILLEGAL, X[None, :, :].copy()
+    yield "0 rows", ILLEGAL, X[:0]
+    yield "complex", ILLEGAL, X.astype(np.complex128) + 1j
+    yield "None", ILLEGAL, None
+    if kind == "counts":
+        yield "sparse uint8 duplicates overflow", EITHER, _dup_overflow(X, np.uint8)
+        yield "sparse int8 duplicates overflow", EITHER, _dup_overflow(X, np.int8)
+        yield "negative count", ILLEGAL, np.where(mask, -1, X)
+        yield "fractional count", ILLEGAL, np.where(mask, 0.5, X)
+    else:
+        yield "object array with None", ILLEGAL, np.where(mask, None, X.astype(object))
+
+
+def _dup_overflow(X: np.ndarray, dtype: Any) -> sp.coo_matrix:
+    rows, cols = np.nonzero(X)
+    vals = X[rows, cols].astype(dtype)
+    rows = np.concatenate([rows, [0, 0]])
+    cols = np.concatenate([cols, [0, 0]])
+    vals = np.concatenate([vals, np.array([100, 100] if dtype == np.int8 else [200, 100], dtype=dtype)])
+    return sp.coo_matrix((vals, (rows, cols)), shape=X.shape)
+
+
+def option_cases(model: Any, method: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(name, legality, options) for the options class, only those the engine takes."""
+    import torch
+
+    accepted = engine_params(model, method) or []
+    cases: list[tuple[str, str, str, Any]] = [
+        ("max_iter", "max_iter=0", ILLEGAL, 0),
+        ("max_iter", "max_iter=-1", ILLEGAL, -1),
+        ("max_iter", "max_iter=2.5", ILLEGAL, 2.5),
+        ("tol", "tol=nan", ILLEGAL, float("nan")),
+        ("tol", "tol=-1", ILLEGAL, -1.0),
+        ("seed", "seed=1.5", ILLEGAL, 1.5),
+        ("seed", "seed=-1", ILLEGAL, -1),
+        ("seed", "seed='abc'", ILLEGAL, "abc"),
+        ("dtype", "dtype=torch.int64", ILLEGAL, torch.int64),
+        ("dtype", "dtype='float32'", LEGAL, "float32"),
+        ("dtype", "dtype=torch.float16", ILLEGAL, torch.float16),
+        ("device", "device='meta'", ILLEGAL, "meta"),
+        ("device", "device='gpu0'", ILLEGAL, "gpu0"),
+        ("device", "device='cuda' (CPU build)", ILLEGAL if not torch.cuda.is_available() else LEGAL, "cuda"),
+        ("num_samples", "num_samples=0", ILLEGAL, 0),
+        ("num_samples", "num_samples=-2", ILLEGAL, -2),
+        ("num_warmup", "num_warmup=-1", ILLEGAL, -1),
+        ("num_chains", "num_chains=0", ILLEGAL, 0),
+        ("thin", "thin=0", ILLEGAL, 0),
+        ("n_init", "n_init=0", ILLEGAL, 0),
+        ("n_restarts", "n_restarts=0", ILLEGAL, 0),
+        ("num_ll_draws", "num_ll_draws=-3", ILLEGAL, -3),
+        ("store", "store='topic_word'", EITHER, "topic_word"),
+        ("store", "store=('nosuchsite',)", ILLEGAL, ("nosuchsite",)),
+        ("inner_iters", "inner_iters=0", ILLEGAL, 0),
+        ("regularization", "regularization=-1", ILLEGAL, -1.0),
+        ("reg_covar", "reg_covar=-1", ILLEGAL, -1.0),
+        ("threshold", "threshold=2", ILLEGAL, 2.0),
+        ("num_steps", "num_steps=0", ILLEGAL, 0),
+        ("batch_size", "batch_size=0", ILLEGAL, 0),
+        ("empty_documents", "empty_documents='maybe'", ILLEGAL, "maybe"),
+    ]
+    for name, label, legality, value in cases:
+        if name in accepted:
+            yield label, legality, {name: value}
+
+
+def numeric_cases(X: np.ndarray, kind: str) -> Iterator[tuple[str, str, Any]]:
+    """(name, legality, data) for the numerical-extremes class."""
+    if kind == "counts":
+        big = X.astype(np.float64).copy()
+        big[0, 0] = 1e300
+        yield "1e300 cell", ILLEGAL, big
+        zeros = X.copy()
+        zeros[:, 3] = 0
+        yield "all-zero column", EITHER, zeros
+        yield "one feature", EITHER, X[:, :1].copy()
+        yield "two rows", EITHER, X[:2].copy()
+        yield "nan cell", ILLEGAL, np.where(np.eye(*X.shape, dtype=bool), np.nan, X.astype(float))
+        yield "inf cell", ILLEGAL, np.where(np.eye(*X.shape, dtype=bool), np.inf, X.astype(float))
+        yield "bool matrix", EITHER, X > 2
+        return
+    Xf = X.astype(np.float64)
+    big = Xf.copy()
+    big[0, 0] = 1e300
+    yield "1e300 cell", EITHER, big
+    yield "constant data", EITHER, np.ones_like(Xf)
+    yield "one feature", EITHER, Xf[:, :1].copy()
+    if kind in ("continuous", "seq"):
+        yield "duplicated column", EITHER, np.column_stack([Xf, Xf[:, :1]])
+        yield "n < d", EITHER, Xf[:3].copy()
+        yield "two rows", EITHER, Xf[:2].copy()
+        yield "scaled by 1e12", EITHER, Xf * 1e12
+        yield "scaled by 1e-12", EITHER, Xf * 1e-12
+        yield "inf cell", ILLEGAL, np.where(np.eye(*Xf.shape, dtype=bool), np.inf, Xf)
+        yield "nan cell", EITHER, np.where(np.eye(*Xf.shape, dtype=bool), np.nan, Xf)
+    else:
+        yield "negative category", ILLEGAL, np.where(np.eye(*X.shape, dtype=bool), -1, X)
+        yield "fractional category", ILLEGAL, np.where(np.eye(*X.shape, dtype=bool), 0.5, X)
+
+
+def size_cases(X: np.ndarray, kind: str) -> Iterator[tuple[str, str, Any]]:
+    if kind == "counts":
+        huge = X.astype(np.int64).copy()
+        huge[0, 0] = 10**12
+        yield "count 1e12", EITHER, huge
+        top = X.astype(np.int64).copy()
+        top[0, 0] = np.iinfo(np.int64).max
+        yield "count int64 max", ILLEGAL, top
+    yield "n_components > n_samples", EITHER, X[:1].copy()
+
+
+# ----------------------------------------------------------------------------------------------- campaign
+
+
+def campaign(timeout: int, only: set[str] | None) -> list[Outcome]:  # noqa: C901 - a flat list of cases
+    import latentfs
+
+    out: list[Outcome] = []
+
+    def add(klass: str, entry: str, case: str, legality: str, thunk: Callable[[], Any]) -> None:
+        if only is not None and klass not in only:
+            return
+        out.append(run_one(klass, entry, case, legality, thunk, timeout))
+
+    targets = fit_targets()
+    fitted: dict[str, Any] = {}
+    for label, make, method in targets:
+        model = make()
+        kind = _kind(model)
+        X = base_data(kind)
+
+        def fit_with(data: Any, make: Callable[[], Any] = make, method: str = method, **opts: Any) -> Any:
+            m = make()
+            return latentfs.fit(m, data, method=method, **fast_options(m, method, **opts))
+
+        # the control run: legal data, legal options
+        t0 = time.perf_counter()
+        control = run_one("control", label, "legal data", LEGAL, lambda: fit_with(X), timeout)
+        out.append(control)
+        if control.status == "clean":
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fitted[label] = fit_with(X)
+        print(f"  {label}: control {control.status} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr)
+        for case, legality, data in container_cases(X, kind):
+            add("containers", label, case, legality, lambda data=data: fit_with(data))
+        for case, legality, opts in option_cases(model, method):
+            add("options", label, case, legality, lambda opts=opts: fit_with(X, **opts))
+        add("options", label, "model class, not instance", ILLEGAL,
+            lambda: latentfs.fit(type(model), X, method=method))
+        for case, legality, data in numeric_cases(X, kind):
+            add("numerical", label, case, legality, lambda data=data: fit_with(data))
+        for case, legality, data in size_cases(X, kind):
+            add("sizes", label, case, legality, lambda data=data: fit_with(data))
+
+    # simulate and constructors
+    sims: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
+        ("DirichletDCA", lambda **k: latentfs.DirichletDCA(2).simulate(**k), {"n_documents": 5, "n_features": 4}),
+        ("GammaPoissonDCA", lambda **k: latentfs.GammaPoissonDCA(2, beta=1.0).simulate(**k),
+         {"n_documents": 5, "n_features": 4}),
+        ("ConditionalGammaPoissonDCA", lambda **k: latentfs.ConditionalGammaPoissonDCA(2, beta=1.0).simulate(**k),
+         {"n_documents": 5, "n_features": 4}),
+        ("PLSA", lambda **k: latentfs.PLSA(2).simulate(**k), {"n_documents": 5, "n_features": 4}),
+        ("FactorAnalysis", lambda **k: latentfs.FactorAnalysis(2).simulate(**k), {"n_samples": 5, "n_features": 4}),
+        ("HDDAModel", lambda **k: latentfs.HDDAModel(2, n_dims=1).simulate(**k), {"n_samples": 8, "n_features": 4}),
+        ("GaussianMixture", lambda **k: latentfs.GaussianMixture(2).simulate(**k), {"n_samples": 5, "n_features": 4}),
+        ("LatentClass", lambda **k: latentfs.LatentClass(2).simulate(**k), {"n_samples": 5, "n_features": 4}),
+    ]
+    for name, sim, legal in sims:
+        entry = f"simulate[{name}]"
+        add("control", entry, "legal", LEGAL, lambda sim=sim, legal=legal: sim(**legal, seed=0))
+        size_key = next(iter(legal))
+        for key, value in ((size_key, -1), (size_key, 0), ("n_features", 5.5)):
+            add("options", entry, f"{key}={value}", ILLEGAL,
+                lambda sim=sim, legal=legal, key=key, value=value: sim(**{**legal, key: value}))
+        add("options", entry, "seed=1.5", ILLEGAL, lambda sim=sim, legal=legal: sim(**legal, seed=1.5))
+        add("options", entry, "seed=-1", ILLEGAL, lambda sim=sim, legal=legal: sim(**legal, seed=-1))
+        add("options", entry, "seed='abc'", ILLEGAL, lambda sim=sim, legal=legal: sim(**legal, seed="abc"))
+    ctors = [("DirichletDCA", latentfs.DirichletDCA), ("GammaPoissonDCA", latentfs.GammaPoissonDCA),
+             ("ConditionalGammaPoissonDCA", latentfs.ConditionalGammaPoissonDCA), ("PLSA", latentfs.PLSA),
+             ("FactorAnalysis", latentfs.FactorAnalysis), ("HDDAModel", latentfs.HDDAModel),
+             ("GaussianMixture", latentfs.GaussianMixture), ("LatentClass", latentfs.LatentClass),
+             ("LatentProfile", latentfs.LatentProfile), ("GaussianHMM", latentfs.GaussianHMM),
+             ("CategoricalHMM", latentfs.CategoricalHMM)]
+    for name, cls in ctors:
+        for case, value in (("n_components=0", 0), ("n_components=1.5", 1.5), ("n_components='2'", "2"),
+                            ("n_components=-1", -1), ("n_components=True", True)):
+            add("options", f"model[{name}]", case, ILLEGAL, lambda cls=cls, value=value: cls(value))
+    add("options", "model[DirichletDCA]", "groups=[-1, 0]", ILLEGAL,
+        lambda: latentfs.fit(latentfs.DirichletDCA(2, groups=[-1, 0]), COUNTS[:, :2], method="vb", max_iter=5))
+    add("options", "model[DirichletDCA]", "alpha=nan", ILLEGAL, lambda: latentfs.DirichletDCA(2, alpha=float("nan")))
+    add("options", "model[MixtureOfFactorAnalyzers]", "n_factors=0", ILLEGAL,
+        lambda: latentfs.MixtureOfFactorAnalyzers(2, 0))
+
+    # estimators
+    estimators: list[tuple[str, Callable[..., Any], np.ndarray]] = [
+        ("DCA", lambda **k: latentfs.DCA(2, **{"max_iter": 15, **k}), COUNTS),
+        ("PLSAEstimator", lambda **k: latentfs.PLSAEstimator(2, **{"max_iter": 15, **k}), COUNTS),
+        ("PLSATransformer", lambda **k: latentfs.PLSATransformer(2, **{"max_iter": 15, **k}), COUNTS),
+        ("FactorAnalyzer", lambda **k: latentfs.FactorAnalyzer(2, **{"max_iter": 15, **k}), CONT),
+        ("GaussianMixtureClusterer", lambda **k: latentfs.GaussianMixtureClusterer(2, **{"max_iter": 15, **k}), CONT),
+        ("LatentProfileClusterer", lambda **k: latentfs.LatentProfileClusterer(2, **{"max_iter": 15, **k}), CONT),
+        ("LatentClassClusterer", lambda **k: latentfs.LatentClassClusterer(2, **{"max_iter": 15, **k}), CATEG),
+        ("HDDC", lambda **k: latentfs.HDDC(2, **{"max_iter": 15, "n_init": 1, **k}), CONT),
+    ]
+    for name, make_est, X in estimators:
+        entry = f"estimator[{name}]"
+        kind = "counts" if name.startswith(("DCA", "PLSA")) else ("categorical" if "Class" in name else "continuous")
+
+        def est_run(data: Any, make_est: Callable[..., Any] = make_est, X: np.ndarray = X, **params: Any) -> Any:
+            est = make_est(**params).fit(X if data is None else data)
+            return est.transform(X[:5]) if hasattr(est, "transform") else est.predict(X[:5])
+
+        add("control", entry, "legal", LEGAL, lambda est_run=est_run: est_run(None))
+        for case, legality, data in container_cases(X, kind):
+            add("containers", entry, case, legality, lambda data=data, est_run=est_run: est_run(data))
+        for case, legality, data in numeric_cases(X, kind):
+            add("numerical", entry, case, legality, lambda data=data, est_run=est_run: est_run(data))
+        for case, params in (("seed=1.5", {"seed": 1.5}), ("seed=-1", {"seed": -1}), ("max_iter=0", {"max_iter": 0}),
+                             ("tol=nan", {"tol": float("nan")})):
+            add("options", entry, case, ILLEGAL, lambda params=params, est_run=est_run: est_run(None, **params))
+
+    # result methods
+    for label, post in fitted.items():
+        entry = f"result[{label}]"
+        site = post.sites[0] if post.sites else "nosite"
+        add("control", entry, "summary()", LEGAL, lambda post=post: post.summary(max_entries=20))
+        add("results", entry, "samples(num_draws=-1)", ILLEGAL, lambda post=post, site=site: post.samples(site, -1))
+        add("results", entry, "samples(num_draws=2.5)", ILLEGAL, lambda post=post, site=site: post.samples(site, 2.5))
+        add("results", entry, "samples('nosuchsite')", ILLEGAL, lambda post=post: post.samples("nosuchsite", 3))
+        add("results", entry, "samples(seed='abc')", ILLEGAL,
+            lambda post=post, site=site: post.samples(site, 3, seed="abc"))
+        add("results", entry, "summary(level=1.5)", ILLEGAL, lambda post=post: post.summary(level=1.5))
+        add("results", entry, "summary(level=nan)", ILLEGAL, lambda post=post: post.summary(level=float("nan")))
+        add("results", entry, "summary(max_entries=-1)", ILLEGAL, lambda post=post: post.summary(max_entries=-1))
+        add("results", entry, "mean('nosuchsite')", ILLEGAL, lambda post=post: post.mean("nosuchsite"))
+        add("results", entry, "to_inference_data(num_draws=-1)", ILLEGAL,
+            lambda post=post: post.to_inference_data(num_draws=-1))
+
+    # files
+    any_post = next(iter(fitted.values()), None)
+    with tempfile.TemporaryDirectory() as tmp:
+        tdir = Path(tmp)
+        good = None
+        if any_post is not None:
+            with contextlib.suppress(Exception):
+                good = Path(any_post.save(tdir / "good.npz"))
+        for case, make_file in file_cases(tdir, good):
+            add("files", "latentfs.load", case, ILLEGAL, lambda make_file=make_file: latentfs.load(make_file()))
+        if good is not None:
+            add("control", "latentfs.load", "good file", LEGAL, lambda good=good: latentfs.load(good).summary())
+        # estimator files (when the estimators have save/load)
+        for name, make_est, X in estimators[:5]:
+            entry = f"estimator_file[{name}]"
+            est_cls = type(make_est())
+            if not hasattr(est_cls, "load"):
+                add("files", entry, "estimator has no load()", ILLEGAL, _missing_load(name))
+                continue
+            path = tdir / f"{name}.est"
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                make_est().fit(X).save(path)
+            files = sorted(tdir.glob(f"{name}.est*"))
+            if not files:
+                add("files", entry, "save() failed", ILLEGAL, _missing_load(name))
+                continue
+            saved = files[0]
+            add("control", entry, "round trip", LEGAL,
+                lambda est_cls=est_cls, saved=saved, X=X: est_cls.load(saved).transform(X[:5]))
+            for case, make_file in file_cases(tdir, saved, prefix=name):
+                add("files", entry, case, ILLEGAL,
+                    lambda est_cls=est_cls, make_file=make_file: est_cls.load(make_file()))
+    return out
+
+
+def _missing_load(name: str) -> Callable[[], Any]:
+    def thunk() -> Any:
+        raise NotImplementedError(f"{name} has no safe save/load")
+
+    return thunk
+
+
+def file_cases(tdir: Path, good: Path | None, prefix: str = "post") -> Iterator[tuple[str, Callable[[], Path]]]:
+    """(name, a function that writes the damaged file and returns its path)."""
+
+    def write(name: str, data: bytes) -> Path:
+        p = tdir / f"{prefix}-{name}.npz"
+        p.write_bytes(data)
+        return p
+
+    yield "empty file", lambda: write("empty", b"")
+    yield "random bytes", lambda: write("random", np.random.default_rng(1).bytes(4096))
+    yield "directory", lambda: (tdir / f"{prefix}-dir.npz").mkdir(exist_ok=True) or (tdir / f"{prefix}-dir.npz")
+    yield "missing file", lambda: tdir / f"{prefix}-nothing-here.npz"
+    yield "pickle file", lambda: write("pickle", pickle.dumps({"trace": np.zeros(3)}))
+
+    def nested_json() -> Path:
+        p = tdir / f"{prefix}-nested.npz"
+        meta = "[" * 100000 + "]" * 100000
+        np.savez(p, __meta__=np.array(meta))
+        return p
+
+    yield "nested JSON header", nested_json
+
+    def npz_with_pickle() -> Path:
+        p = tdir / f"{prefix}-objarray.npz"
+        np.savez(p, __meta__=np.array('{"format": 1}'), trace=np.array([{"a": 1}], dtype=object))
+        return p
+
+    yield "npz with an object array", npz_with_pickle
+    if good is None:
+        return
+    blob = good.read_bytes()
+    yield "truncated", lambda: write("trunc", blob[: len(blob) // 2])
+    yield "truncated to 100 bytes", lambda: write("trunc100", blob[:100])
+
+    def flipped() -> Path:
+        b = bytearray(blob)
+        for i in range(len(b) // 3, len(b) // 3 + 64):
+            b[i] ^= 0xFF
+        return write("flip", bytes(b))
+
+    yield "bit-flipped", flipped
+
+    def zip_bomb() -> Path:
+        p = tdir / f"{prefix}-bomb.npz"
+        with zipfile.ZipFile(p, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            with z.open("trace.npy", "w", force_zip64=True) as f:
+                text = b"{'descr': '<f8', 'fortran_order': False, 'shape': (1073741824,), }"
+                header = (b"\x93NUMPY\x01\x00v\x00" + text).ljust(127, b" ") + b"\n"
+                f.write(header)
+                chunk = bytes(2**20)
+                for _ in range(2**13):
+                    f.write(chunk)
+            with zipfile.ZipFile(good) as src:
+                for info in src.infolist():
+                    if info.filename != "trace.npy":
+                        z.writestr(info.filename, src.read(info.filename))
+        return p
+
+    yield "zip bomb (8 GiB inflated)", zip_bomb
+
+    def inconsistent_member() -> Path:
+        p = tdir / f"{prefix}-inconsistent.npz"
+        with zipfile.ZipFile(good) as src, zipfile.ZipFile(p, "w") as z:
+            names = src.namelist()
+            for n in names:
+                data = src.read(n)
+                if n.startswith(("draws/", "fitted/", "arrays/")) and n != names[-1]:
+                    arr = np.load(io.BytesIO(data), allow_pickle=False)
+                    if arr.ndim >= 1 and arr.shape[0] > 0:
+                        buf = io.BytesIO()
+                        np.save(buf, np.concatenate([arr, arr[:1]], axis=0))
+                        data = buf.getvalue()
+                z.writestr(n, data)
+        return p
+
+    yield "arrays with inconsistent shapes", inconsistent_member
+
+
+# ----------------------------------------------------------------------------------------------- report
+
+
+def table(outcomes: list[Outcome]) -> str:
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: {"clean": 0, "crash": 0, "silent": 0})
+    entries: dict[str, set[str]] = defaultdict(set)
+    cases: dict[str, set[str]] = defaultdict(set)
+    for o in outcomes:
+        counts[o.klass][o.status] += 1
+        entries[o.klass].add(o.entry)
+        cases[o.klass].add(o.case)
+    lines = [f"{'class':<12} {'inputs':>6} {'entries':>7} {'runs':>5} {'clean':>6} {'crash':>6} {'silent':>6}"]
+    total = {"clean": 0, "crash": 0, "silent": 0}
+    for k in ("control", "containers", "options", "numerical", "sizes", "results", "files"):
+        if k not in counts:
+            continue
+        c = counts[k]
+        n = sum(c.values())
+        lines.append(f"{k:<12} {len(cases[k]):>6} {len(entries[k]):>7} {n:>5} {c['clean']:>6} {c['crash']:>6} "
+                     f"{c['silent']:>6}")
+        for s in total:
+            total[s] += c[s]
+    lines.append(f"{'total':<12} {'':>6} {'':>7} {sum(total.values()):>5} {total['clean']:>6} {total['crash']:>6} "
+                 f"{total['silent']:>6}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timeout", type=int, default=20, help="seconds per run (default 20)")
+    parser.add_argument("--memory", type=float, default=3.0, help="GiB of address space above the start (3)")
+    parser.add_argument("--details", type=Path, default=None, help="write the non-clean runs to this JSON file")
+    parser.add_argument("--only", nargs="*", default=None, help="classes to run (default all)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(1)
+    sys.path.append(str(Path(__file__).resolve().parents[1]))  # the checkout, after any PYTHONPATH
+    import latentfs
+
+    print(f"latentfs from {Path(latentfs.__file__).parent}", file=sys.stderr)
+    # address-space cap: whatever is mapped now plus --memory GiB
+    with open("/proc/self/status") as f:
+        vm = next((int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize")), 0)
+    cap = int(vm + args.memory * 2**30)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
+    t0 = time.perf_counter()
+    outcomes = campaign(args.timeout, set(args.only) if args.only else None)
+    print(table(outcomes))
+    print(f"({len(outcomes)} runs in {time.perf_counter() - t0:.0f} s)")
+    if args.details is not None:
+        bad = [o.__dict__ for o in outcomes if o.status != "clean"]
+        args.details.write_text(json.dumps(bad, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
