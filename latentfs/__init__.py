@@ -22,6 +22,7 @@ from latentfs.inference.dca import DCA, DCAClassifier, DCAFeatures, top_words, w
 from latentfs.inference.factor import FactorAnalyzer, communalities, loading_weights
 from latentfs.inference.hdda import HDDA, HDDC, hdda_feature_weights
 from latentfs.inference.hmm import state_marginals, viterbi
+from latentfs.inference.latent_trait import LatentTraitAnalyzer, discrimination_weights, item_characteristic_curves
 from latentfs.inference.mixture import (
     GaussianMixtureClusterer,
     LatentClassClusterer,
@@ -42,6 +43,7 @@ from latentfs.models import (
     HDDAModel,
     LatentClass,
     LatentProfile,
+    LatentTrait,
     LoadingConstraints,
     MixtureOfFactorAnalyzers,
 )
@@ -73,6 +75,8 @@ __all__ = [
     "LatentClassClusterer",
     "LatentProfile",
     "LatentProfileClusterer",
+    "LatentTrait",
+    "LatentTraitAnalyzer",
     "LoadingConstraints",
     "MixtureOfFactorAnalyzers",
     "MixtureSeparationSelector",
@@ -84,8 +88,10 @@ __all__ = [
     "as_continuous",
     "as_counts",
     "communalities",
+    "discrimination_weights",
     "fit",
     "hdda_feature_weights",
+    "item_characteristic_curves",
     "load",
     "loading_weights",
     "methods_for",

@@ -42,6 +42,24 @@ def test_only_public_entry_points(path):
     assert re.search(r"from latentfs[\w.]* import _", text) is None
 
 
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.stem)
+def test_every_tutorial_opens_with_the_public_api(path):
+    # issue 14 item 3: a "few lines" section on real data comes before the paper's sections
+    text = path.read_text(encoding="utf-8")
+    quick_start = text.find("## 0. The library in a few lines")
+    first_section = text.find("## 1.")
+    assert 0 <= quick_start < first_section
+    assert re.search(r"^import latentfs$|^from latentfs(\.\w+)? import", text, flags=re.M)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.stem)
+def test_quick_mode_is_announced_where_prose_quotes_full_run_numbers(path):
+    # prose that quotes a full run must say so, and the notebook must read the quick switch
+    text = path.read_text(encoding="utf-8")
+    if "full run" in text or "full mode" in text:
+        assert 'os.environ.get("LATENTFS_QUICK")' in text
+
+
 def test_kernel_env_forces_the_inline_backend(monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     env = _run_module().kernel_env()

@@ -22,26 +22,45 @@
 #    component-generated counts E[c] against word counts, and the class-as-an-extra-group classifier.
 # 3. **Gamma-Poisson (GaP) against Dirichlet-multinomial (DM)**, and the sparse *conditional* GaP.
 #
-# PLSA fold-in is in tutorial `02b_plsa_and_nmf.py`.
+# It opens with the library in a few lines on the Reuters sample (section 0). PLSA fold-in is in tutorial
+# `02b_plsa_and_nmf.py`. Set `LATENTFS_QUICK=1` for a fast run (CI does); where the text quotes a number it
+# says whether it comes from the full run, and the outputs are always this run's.
 
 # %%
 import os
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from scipy.optimize import linear_sum_assignment  # noqa: E402
 
 import latentfs  # noqa: E402
-from latentfs import ConditionalGammaPoissonDCA, DCAClassifier, plots  # noqa: E402
+from latentfs import ConditionalGammaPoissonDCA, DCAClassifier, DCAFeatures, plots  # noqa: E402
 from latentfs.datasets import load_reuters  # noqa: E402
-from latentfs.datasets.rollcall import bloc_membership, simulate_rollcalls  # noqa: E402
+from latentfs.datasets.rollcall import bloc_membership, simulate_rollcalls  # noqa: E402  (not re-exported)
 from latentfs.evaluate import document_completion, fold_in, split_documents  # noqa: E402
-from latentfs.inference.dca import component_features, fold_in_features  # noqa: E402
 
 QUICK = os.environ.get("LATENTFS_QUICK") == "1"
 torch.set_num_threads(1)  # small sparse ops are far slower with 2 threads on a shared machine
 LOG2 = np.log(2.0)
+
+# %% [markdown]
+# ## 0. The library in a few lines
+#
+# Components as features: `DCAFeatures` fits a DCA model and turns every document into its expected
+# word counts per component (E[c], the chapter's Section 9 features); `transform` folds new documents in
+# with the components fixed. The counts go in as a DataFrame whose columns are the words, so the
+# components come back named.
+
+# %%
+corpus = load_reuters()
+counts = pd.DataFrame(corpus.counts.toarray(), columns=list(corpus.vocabulary))
+features = DCAFeatures(latentfs.DirichletDCA(10, alpha=0.1, gamma=0.1), fit_options={"max_iter": 200, "warn": False})
+C = features.fit_transform(counts)
+print(f"{C.shape[0]} stories × {C.shape[1]} component features; story 0: {C[0].round(1)}")
+for k, words in enumerate(latentfs.top_words(features.result_, n=6)[:4]):
+    print(f"component {k}:", " ".join(words))
 
 # %% [markdown]
 # ## 1. Roll calls as grouped multinomials
@@ -85,7 +104,7 @@ print("votes cast per roll call:", rc.counts.sum(1)[:8], "…")
 # %%
 def heldout_bits(theta, observed, held, alpha):
     """−log₂ p(held-out votes | folded-in proportions, Θ); Θ is normalised within groups."""
-    m = fold_in(theta, observed, alpha)  # eq. (17) with Θ fixed; a constant row scale does not matter
+    m = fold_in(theta, observed, alpha, groups=rc.groups)  # eq. (17) with Θ fixed, Θ normalised within groups
     held = held.tocoo()
     probs = np.einsum("nk,kn->n", m[held.row], theta[:, held.col])
     return -float((held.data * np.log(probs)).sum()) / LOG2
@@ -96,7 +115,7 @@ rows = []
 fits = {}
 for K in range(3, 8):
     model = latentfs.DirichletDCA(K, alpha=0.1, gamma=0.5, groups=rc.groups)
-    result = latentfs.fit(model, train, method="vb", seed=0, n_restarts=2 if QUICK else 3, doc_restart=False,
+    result = latentfs.fit(model, train, method="vb", seed=0, n_init=2 if QUICK else 3, doc_restart=False,
                           inner_iters=1, max_iter=1000, tol=1e-7, warn=False)
     fits[K] = result
     theta = result.mean("topic_word")
@@ -170,7 +189,6 @@ from sklearn.feature_extraction.text import TfidfTransformer  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import StratifiedKFold  # noqa: E402
 
-corpus = load_reuters()
 country = np.array([t.split(":")[0].strip() if ":" in t else "" for t in corpus.titles])
 top = [c for c, _ in Counter(country).most_common(5)]
 keep = np.isin(country, top)
@@ -191,9 +209,10 @@ scores = {"words": [], "components": [], "words + components": [], "class as ext
 folds = StratifiedKFold(n_folds, shuffle=True, random_state=0).split(X_all.toarray(), y_all)
 for train_idx, test_idx in folds:
     Xtr, Xte, ytr, yte = X_all[train_idx], X_all[test_idx], y_all[train_idx], y_all[test_idx]
-    dm = latentfs.fit(latentfs.DirichletDCA(K_reuters, alpha=0.1, gamma=0.1), Xtr, method="vb", seed=0,
-                      max_iter=200, tol=1e-6, warn=False)
-    Ctr, Cte = component_features(dm), fold_in_features(dm, Xte)
+    dm = DCAFeatures(latentfs.DirichletDCA(K_reuters, alpha=0.1, gamma=0.1),
+                     fit_options={"max_iter": 200, "tol": 1e-6, "warn": False})
+    Ctr = dm.fit_transform(Xtr)  # the training stories' own E[c] (chapter's 0.01 threshold)
+    Cte = dm.transform(Xte)  # test stories folded in with Θ fixed
     clf = LogisticRegression(max_iter=5000, C=10.0)
     for name, (a, b) in {
         "words": tfidf(Xtr, Xte),
@@ -201,7 +220,7 @@ for train_idx, test_idx in folds:
         "words + components": tfidf(np.hstack([Xtr.toarray(), Ctr]), np.hstack([Xte.toarray(), Cte])),
     }.items():
         scores[name].append(clf.fit(a, ytr).score(b, yte))
-    extra = DCAClassifier(K_reuters, alpha=0.1, gamma=0.1, class_weight=5,
+    extra = DCAClassifier(K_reuters, alpha=0.1, gamma=0.1, class_tokens=5,
                           fit_options={"max_iter": 200, "tol": 1e-6, "warn": False}).fit(Xtr, ytr)
     scores["class as extra group"].append(float((extra.predict(Xte) == yte).mean()))
 print(f"{n_folds}-fold accuracy, 5 countries (majority class {max(Counter(y_all).values()) / len(y_all):.2f}):")
@@ -223,7 +242,7 @@ plt.show()
 # small, dateline-country task on another corpus), so only the qualitative pattern is comparable: words
 # alone are strong when the classes have keywords, components alone lose information, and adding
 # components to the words changes little. The class-as-extra-group classifier uses a single model for
-# everything; with `class_weight=5` each training story carries five class tokens, tying components
+# everything; with `class_tokens=5` each training story carries five class tokens, tying components
 # more closely to the countries (with one token, as in the chapter, the class barely steers the fit).
 
 # %% [markdown]
@@ -254,10 +273,11 @@ for name, model, extra in [
     ("GaP, β learned", latentfs.GammaPoissonDCA(K, alpha=0.1, gamma=0.1), {**chapter_schedule, "learn_beta": True}),
     ("CGP, ρ learned", ConditionalGammaPoissonDCA(K, alpha=0.1, rho=0.5, gamma=0.1), {"learn_rho": True}),
 ]:
-    fitted = latentfs.fit(model, train_x, method="vb", **opts, **extra)
+    fitter = DCAFeatures(model, fit_options={k: v for k, v in {**opts, **extra}.items() if k != "seed"})
+    zeros = float((fitter.fit_transform(train_x) == 0).mean())
+    fitted = fitter.result_
     alpha = np.asarray(fitted.hyperparameters["alpha"])
     held_nats = document_completion(fitted, None, alpha, split=split)
-    zeros = float((component_features(fitted) == 0).mean())
     rows.append((name, held_nats, zeros))
 print(f"{'model':<16} {'held-out nats/token':>20} {'zero features':>14}")
 for name, nats, zeros in rows:
@@ -275,4 +295,4 @@ for name, nats, zeros in rows:
 # zeros are *exact* (a component is switched off, with posterior probability of a zero score π), not
 # merely small, which is the chapter's motivation for it (fitted α go small, leaving ~90% of normalised
 # scores below 10⁻⁸). The CGP variational approximation is our own derivation (the chapter gives only a
-# Gibbs rule); see `latentfs.inference.dca.cgp`.
+# Gibbs rule); see the docstring of `latentfs.ConditionalGammaPoissonDCA`.

@@ -36,7 +36,7 @@ from scipy.optimize import linear_sum_assignment
 
 import latentfs
 from latentfs import GaussianMixture, LatentClass, mixture_feature_weights, plots
-from latentfs.inference.mixture import bootstrap_lrt, select_n_components
+from latentfs.inference.mixture import bootstrap_lrt, select_n_components  # not re-exported (see the report)
 
 # One torch thread: with other work on the machine, torch's default thread pool makes these small
 # iterations many times slower (FIELD_NOTES, "Threads").
@@ -245,9 +245,9 @@ print("Gibbs max R-hat:", {k: round(v, 3) for k, v in gibbs_gm.diagnostics["max_
 print(mixture_feature_weights(gibbs_gm).to_frame().round(3))
 
 # %% [markdown]
-# Both variables separate the two eruption types strongly (between-component share of variance about
-# 0.86 for duration and 0.78 for waiting time, with narrow bands): the bimodality is in each margin, not
-# only jointly.
+# Both variables separate the two eruption types strongly (the between-component share of variance in the
+# table is above 0.75 for duration and for waiting time, with narrow bands): the bimodality is in each
+# margin, not only jointly.
 
 # %% [markdown]
 # The Gibbs fit drawn over the data: the bold ellipses are the posterior mean's, the faint ones the outer
