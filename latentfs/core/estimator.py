@@ -69,6 +69,13 @@ def match_columns(estimator: Any, X: Any) -> Any:
     return X.loc[:, fitted]
 
 
+def _generated(names: list[str]) -> bool:
+    """Whether ``names`` are the labels latentfs generates for unnamed columns (``w0, w1, …`` for counts,
+    ``x0, x1, …`` for continuous data)."""
+    prefix = names[0][:-1]
+    return prefix in ("w", "x") and all(n == f"{prefix}{i}" for i, n in enumerate(names))
+
+
 def _short_list(names: list[str], n: int = 5) -> str:
     shown = ", ".join(repr(x) for x in names[:n])
     return f"[{shown}{', …' if len(names) > n else ''}] ({len(names)})"
@@ -385,6 +392,20 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         self.posterior_ = fit(model, self._fit_data(X), method=self.method, **self._engine_options(model))
         self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", self.posterior_.trace.shape[-1])))
         self._after_fit(X)
+        return self
+
+    def _adopt(self, posterior: Any) -> LatentEstimator:
+        """Make this estimator the fitted estimator of ``posterior`` (a result of :func:`latentfs.fit` of
+        the matching model) without refitting: its learned attributes come from the result. Column names
+        are matched on new data when the result carries names given by the user (generated names such as
+        ``w0, w1, …`` are not names)."""
+        self.posterior_ = posterior
+        names = posterior.coords.get("feature") or posterior.coords.get("item") or []
+        self.n_features_in_ = len(names)
+        if names and not _generated(names):
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        self.n_iter_ = max(1, int(posterior.diagnostics.get("n_iter", posterior.trace.shape[-1])))
+        self._after_fit(None)
         return self
 
     def _fit_data(self, X: Any) -> Any:

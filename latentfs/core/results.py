@@ -317,6 +317,77 @@ class Posterior:
         return self
 
     # ------------------------------------------------------------------ convergence
+    # ------------------------------------------------------------------ new data
+    def estimator(self) -> Any:
+        """This result as the fitted scikit-learn estimator of its family, without refitting.
+
+        :meth:`transform`, :meth:`predict`, :meth:`predict_proba` and :meth:`score` go through it: new
+        data are folded in (topic models) or scored at the fitted parameters (mixtures, factor analysis,
+        latent traits) exactly as the family's estimator does, with columns matched by name when the fit
+        had names (missing or extra columns are refused).
+
+        Examples
+        --------
+        >>> import latentfs
+        >>> model = latentfs.DirichletDCA(2)
+        >>> X = model.simulate(n_documents=30, n_features=12, doc_length=40, seed=0)["counts"]
+        >>> result = latentfs.fit(model, X, method="vb", seed=0, warn=False)
+        >>> result.transform(X[:3]).shape
+        (3, 2)
+        """
+        from importlib import import_module
+
+        spec = _ESTIMATORS.get(self.model)
+        if spec is None:
+            raise DataError(
+                f"transform, predict and score are not available for {self.model} results; they exist for "
+                f"{sorted(_ESTIMATORS)}. Use the engine's own functions (see the family's module)."
+            )
+        module, name, params = spec
+        cls = getattr(import_module(module), name)
+        components = self.hyperparameters.get("n_components") or next(
+            (len(self.coords[d]) for d in ("component", "factor", "trait") if d in self.coords), None
+        )
+        est = cls(n_components=components, method=self.method, **params(self.hyperparameters))
+        return est._adopt(self)
+
+    def _new_data(self, est: Any, X: Any) -> Any:
+        """``X`` for ``est``: a DataFrame's names are matched when the fit had names; otherwise its columns
+        are taken in order (a fit on a plain array has no names to match)."""
+        if getattr(est, "feature_names_in_", None) is None and hasattr(X, "columns"):
+            from latentfs.core.data import as_array
+
+            return as_array(X)
+        return X
+
+    def transform(self, X: Any) -> np.ndarray:
+        """The representation of new rows ``X``: component proportions of documents (DCA, PLSA), factor
+        scores (FA), responsibilities (mixtures), trait scores (latent trait). See :meth:`estimator`."""
+        est = self.estimator()
+        return np.asarray(est.transform(self._new_data(est, X)))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable component of each new row (mixtures only). See :meth:`estimator`."""
+        est = self.estimator()
+        if not hasattr(est, "predict"):
+            raise DataError(f"predict needs a model with labels (a mixture); {self.model} has none. Use transform.")
+        return np.asarray(est.predict(self._new_data(est, X)))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """P(component | row) of each new row (mixtures only). See :meth:`estimator`."""
+        est = self.estimator()
+        if not hasattr(est, "predict_proba"):
+            raise DataError(
+                f"predict_proba needs a model with labels (a mixture); {self.model} has none. Use transform."
+            )
+        return np.asarray(est.predict_proba(self._new_data(est, X)))
+
+    def score(self, X: Any) -> float:
+        """Held-out log-likelihood of new data, higher is better: per token by document completion for
+        topic models, mean per row for the others. See :meth:`estimator`."""
+        est = self.estimator()
+        return float(est.score(self._new_data(est, X)))
+
     def _site_list(self, sites: Iterable[str] | str | None, default: Iterable[str]) -> list[str]:
         """``sites`` as a list of known sites: one name is one site (not its characters)."""
         if sites is None:
@@ -620,6 +691,34 @@ class Posterior:
 
 
 _MAX_INFLATION = 200
+
+# The estimator of each model family: (module, class, its parameters from the result's hyperparameters).
+_ESTIMATORS: dict[str, tuple[str, str, Any]] = {
+    "DirichletDCA": ("latentfs.inference.dca.estimator", "DCA", lambda h: {"model": "dirichlet"}),
+    "GammaPoissonDCA": ("latentfs.inference.dca.estimator", "DCA", lambda h: {"model": "gamma_poisson"}),
+    "PLSA": ("latentfs.inference.plsa.estimator", "PLSAEstimator", lambda h: {}),
+    "FactorAnalysis": ("latentfs.inference.factor.estimator", "FactorAnalyzer", lambda h: {}),
+    "GaussianMixture": (
+        "latentfs.inference.mixture.estimator",
+        "GaussianMixtureClusterer",
+        lambda h: {"covariance_type": h.get("covariance_type", "full")},
+    ),
+    "LatentProfile": (
+        "latentfs.inference.mixture.estimator",
+        "LatentProfileClusterer",
+        lambda h: {"variance": "shared" if h.get("covariance_type") == "tied_diag" else "free"},
+    ),
+    "LatentClass": (
+        "latentfs.inference.mixture.estimator",
+        "LatentClassClusterer",
+        lambda h: {"n_levels": h.get("n_levels")},
+    ),
+    "LatentTrait": (
+        "latentfs.inference.latent_trait.estimator",
+        "LatentTraitAnalyzer",
+        lambda h: {"n_levels": h.get("n_levels")},
+    ),
+}
 
 
 def _check_shapes(path: Path, meta: dict[str, Any], draws: dict[str, np.ndarray]) -> None:

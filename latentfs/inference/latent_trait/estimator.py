@@ -172,6 +172,9 @@ class LatentTraitAnalyzer(LatentEstimator):
 
     def _after_fit(self, X: Any) -> None:
         post = self.posterior_
+        if X is None:  # adopted from a result (Posterior.estimator): the categories come from the fit
+            self.n_levels_ = np.asarray(post.extras["levels"], dtype=np.int64).reshape(-1)
+            self._binary_ = bool((self.n_levels_ == 2).all())
         self.discrimination_ = np.asarray(post.mean("discrimination"), dtype=np.float64)
         self.components_ = self.discrimination_.T.copy()
         self.intercepts_ = np.asarray(post.mean("intercepts"), dtype=np.float64)

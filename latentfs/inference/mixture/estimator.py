@@ -35,7 +35,8 @@ class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
         self.weights_ = np.asarray(post.mean("weights"), dtype=np.float64)
         self.components_ = np.asarray(post.mean(self._param_sites[1]), dtype=np.float64)
         self.components_ = self.components_.reshape(self.components_.shape[0], -1)
-        self.labels_ = np.asarray(self._log_joint_of(X).argmax(1), dtype=np.int64)
+        if X is not None:  # None: adopted from a result (Posterior.estimator), no training rows at hand
+            self.labels_ = np.asarray(self._log_joint_of(X).argmax(1), dtype=np.int64)
 
     def _log_joint(self, X: Any) -> Any:
         """log η_k + log g_k(x_n), (n, K) as a torch tensor, at the fitted parameters (posterior means).
