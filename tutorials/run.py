@@ -33,8 +33,9 @@ MIN_FIGURES = {
     "04_hdda": 3,
     "05_spectral_feature_selection": 7,
     "06_pls_projections_and_evaluation": 5,
-    "07_hidden_markov_models": 4,  # added for the new tutorials by counting their top-level plt.show() calls;
-    "08_latent_trait": 4,  # their authors should confirm by a build
+    "07_hidden_markov_models": 4,
+    "08_latent_trait": 4,
+    "09_hidden_markov_random_fields": 4,
 }
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"

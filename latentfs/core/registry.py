@@ -91,7 +91,8 @@ _NAME_OPTIONS = ("feature_names", "document_names", "sample_names")
 
 def data_kind(model: Any) -> str:
     """What a model's data are: ``"counts"`` (documents × words), ``"continuous"`` (samples × features)
-    or ``"sequences"``. A model class may declare it as ``data_kind``; the built-in families are known."""
+    ``"sequences"`` or ``"lattice"``. A model class may declare it as ``data_kind``; the built-in families
+    are known."""
     kind = getattr(model, "data_kind", None)
     if kind is not None:
         return str(kind)
@@ -113,10 +114,11 @@ def _with_names(model: Any, data: Any, names: dict[str, Any], options: dict[str,
 
     kind = data_kind(model)
     model_name = type(model).__name__
-    if kind == "sequences":
+    if kind in ("sequences", "lattice"):
+        what = "sequences" if kind == "sequences" else "a lattice (an image)"
         raise DataError(
-            f"{sorted(names)} are not options for {model_name}: its data are sequences, not a named matrix. "
-            "Drop the names; pass sequences (and lengths) as the engine's docstring says."
+            f"{sorted(names)} are not options for {model_name}: its data are {what}, not a named matrix. "
+            "Drop the names; pass the data as the engine's docstring says."
         )
     rows, wrong = ("document_names", "sample_names") if kind == "counts" else ("sample_names", "document_names")
     if wrong in names:

@@ -4,6 +4,7 @@ from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaP
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
 from latentfs.models.hdda import HDDAModel
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM
+from latentfs.models.hmrf import HiddenPotts
 from latentfs.models.latent_trait import LatentTrait
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 from latentfs.models.plsa import PLSA
@@ -11,6 +12,7 @@ from latentfs.models.plsa import PLSA
 __all__ = [
     "CategoricalHMM",
     "GaussianHMM",
+    "HiddenPotts",
     "PLSA",
     "ConditionalGammaPoissonDCA",
     "DirichletDCA",

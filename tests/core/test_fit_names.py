@@ -108,3 +108,9 @@ def test_engine_empty_document_rule_still_applies_to_named_input(counts):
 def test_pyro_reference_engines_check_their_options(counts, method, options, message):
     with pytest.raises(DataError, match=message):
         latentfs.fit(latentfs.DirichletDCA(2), counts, method=method, **options)
+
+
+def test_names_are_refused_for_lattices():
+    image = np.random.default_rng(0).normal(size=(6, 6))
+    with pytest.raises(DataError, match=r"are not options for HiddenPotts: its data are a lattice"):
+        latentfs.fit(latentfs.HiddenPotts(2), image, feature_names=[f"c{j}" for j in range(6)])

@@ -1,0 +1,21 @@
+"""Hidden Markov random fields (the hidden Potts model): the engines of :mod:`latentfs.models.hmrf`.
+
+* :mod:`~latentfs.inference.hmrf.family` the prepared lattice, Gaussian emissions, full conditionals and
+  the pseudo-likelihood of η (Besag 1975) with its maximiser;
+* :mod:`~latentfs.inference.hmrf.icm` iterated conditional modes with pseudo-likelihood η (Besag 1986),
+  :mod:`~latentfs.inference.hmrf.mean_field` mean-field EM (Zhang 1992; Celeux, Forbes & Peyrard 2003),
+  :mod:`~latentfs.inference.hmrf.gibbs` checkerboard Gibbs with a pseudo-likelihood Metropolis step for η.
+
+Importing this package registers every engine of the family with :func:`latentfs.fit`.
+"""
+
+import importlib
+import pkgutil
+
+from latentfs.inference.hmrf.family import maximise_pseudo_likelihood, pseudo_log_likelihood
+
+__all__ = ["maximise_pseudo_likelihood", "pseudo_log_likelihood"]
+
+# Engines register themselves on import.
+for _mod in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_mod.name}")
