@@ -551,11 +551,12 @@ class Posterior:
         return idata
 
     def __repr__(self) -> str:
-        kind = (
-            f"{self.trace.shape[0]} chain(s) × {next(iter(self._draws.values())).shape[1]} draws"
-            if self._draws
-            else "fitted distributions"
-        )
+        if self._draws:
+            kind = f"{self.trace.shape[0]} chain(s) × {next(iter(self._draws.values())).shape[1]} draws"
+        else:
+            kind = {"point": "point estimates (no bands)", "distribution": "fitted distributions"}.get(
+                self.kind(), "fitted distributions and point estimates"
+            )
         return f"Posterior(model={self.model}, method={self.method}, {kind}, sites={self.sites})"
 
     # ------------------------------------------------------------------ persistence

@@ -296,3 +296,10 @@ def test_a_numpy_generator_seeds_every_engine_reproducibly(method):
         latentfs.fit(model, X, method=method, seed=np.random.default_rng(3), warn=False, **options) for _ in range(2)
     )
     assert np.array_equal(first.mean("topic_word"), again.mean("topic_word"))
+
+
+def test_the_repr_of_a_point_fit_says_point():
+    model = latentfs.DirichletDCA(2)
+    X = model.simulate(n_documents=20, n_features=8, doc_length=30, seed=0)["counts"]
+    assert "point estimates (no bands)" in repr(latentfs.fit(model, X, method="plsi_em", seed=0, warn=False))
+    assert "fitted distributions" in repr(latentfs.fit(model, X, method="vb", seed=0, warn=False))
