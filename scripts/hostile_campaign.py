@@ -9,6 +9,11 @@ scikit-learn estimators, ``simulate``, the result methods (``samples``, ``summar
 * **crash**: any other exception (including the per-run time limit and ``MemoryError`` under the memory cap);
 * **silent**: a result where an error was due, or NaN/inf in a result.
 
+An input that means the same as a legal one (a masked entry where NaN means missing, a 1-D array for an HMM, which
+is one univariate sequence, numeric strings, which scikit-learn's estimators read as numbers) is checked against
+its plain form: a DataError is clean, a result is clean only when it equals the result on the plain form, and when
+the plain form is refused this one must be too.
+
 Runs are in-process (``try``/``except``) under a per-run alarm (``--timeout`` seconds) and an address-space
 cap (``--memory`` GiB above the start), so that a run asking for terabytes fails fast instead of swapping.
 
@@ -18,7 +23,9 @@ Usage (about 2-4 minutes on one core)::
     git archive 5adbc47 | tar -x -C /tmp/before
     OMP_NUM_THREADS=1 PYTHONPATH=/tmp/before python scripts/hostile_campaign.py   # an older tree
 
-``--details FILE`` writes every non-clean run (entry point, input, outcome, message) as JSON.
+``--only CLASS ...`` runs some classes, ``--entry TEXT ...`` only the entry points whose label contains one of
+the strings (``--entry HMM HDDC``), for a quick look while fixing. ``--details FILE`` writes every non-clean run
+(entry point, input, outcome, message) as JSON.
 """
 
 # ruff: noqa: B023  (every thunk runs at once, inside the loop that builds it)
@@ -49,6 +56,15 @@ import scipy.sparse as sp
 # ----------------------------------------------------------------------------------------------- outcomes
 
 LEGAL, ILLEGAL, EITHER = "legal", "illegal", "either"  # EITHER: a DataError or a finite result are both clean
+
+
+@dataclass
+class Same:
+    """The legality of an input that means the same as the legal ``ref`` (a masked entry and NaN, a 1-D series
+    and its column, numeric strings and their numbers): a DataError is clean, and so is a result equal to the
+    result on ``ref``; a result that differs is silent. When ``ref`` itself is refused, the input must be too."""
+
+    ref: Any
 
 
 class RunTimeout(Exception):
@@ -94,8 +110,32 @@ def _finite(obj: Any, depth: int = 0) -> bool:
     return True
 
 
-def run_one(klass: str, entry: str, case: str, legality: str, thunk: Callable[[], Any], timeout: int) -> Outcome:
+def _same(a: Any, b: Any) -> bool:
+    """Whether two results agree: every site's mean of two Posteriors, or two arrays (NaN equal to NaN)."""
+    if type(a).__name__ == "Posterior" and type(b).__name__ == "Posterior":
+        return a.sites == b.sites and all(_same(a.mean(s), b.mean(s)) for s in a.sites)
+    if hasattr(a, "shape") or hasattr(b, "shape"):
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-8, atol=1e-12, equal_nan=True))
+    return True
+
+
+def run_one(klass: str, entry: str, case: str, legality: Any, thunk: Callable[[], Any], timeout: int,
+            expect: Callable[[], Any] | None = None) -> Outcome:
+    """Run ``thunk`` and classify it; with ``legality`` a :class:`Same`, ``expect`` computes the reference."""
     from latentfs.core.data import DataError
+
+    reference: Any = None
+    if isinstance(legality, Same):
+        assert expect is not None
+        ref = run_one(klass, entry, case + " (reference)", LEGAL, expect, timeout)
+        if ref.status != "clean" or ref.detail.startswith("DataError"):
+            legality = ILLEGAL  # the plain form is refused: so must this one be
+        else:
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                reference = expect()
+            legality = EITHER
 
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout)
@@ -120,6 +160,8 @@ def run_one(klass: str, entry: str, case: str, legality: str, thunk: Callable[[]
         return Outcome(klass, entry, case, "crash", f"result unreadable: {type(exc).__name__}: {str(exc)[:120]}")
     if not finite:
         return Outcome(klass, entry, case, "silent", "NaN/inf in the result")
+    if reference is not None and not _same(result, reference):
+        return Outcome(klass, entry, case, "silent", "differs from the result on the same data given plainly")
     if legality == ILLEGAL:
         return Outcome(klass, entry, case, "silent", "returned a result where an error was due")
     return Outcome(klass, entry, case, "clean", "finite result")
@@ -222,13 +264,17 @@ def container_cases(X: np.ndarray, kind: str) -> Iterator[tuple[str, str, Any]]:
 
     mask = np.zeros(X.shape, dtype=bool)
     mask[0, -1] = True
-    yield "masked array", ILLEGAL, np.ma.masked_array(np.where(mask, 99, X), mask=mask)
+    # where NaN means missing a masked entry is missing: the fit must equal the fit with NaN there
+    yield "masked array", Same(np.where(mask, np.nan, X.astype(np.float64))), np.ma.masked_array(
+        np.where(mask, 99, X), mask=mask)
     yield "datetime64", ILLEGAL, X.astype("datetime64[D]")
     yield "timedelta64", ILLEGAL, X.astype("timedelta64[s]")
     yield "ragged list", ILLEGAL, [list(r) for r in X[:3]] + [list(X[3, :2])]
     yield "torch meta tensor", ILLEGAL, torch.empty(X.shape, device="meta")
-    yield "string array", ILLEGAL, X.astype(str).astype(object)
-    yield "1-D array", ILLEGAL, X[:, 0].copy()
+    # numeric strings: refused by latentfs.fit; scikit-learn's estimators read '3' as 3.0 (then equal results)
+    yield "string array", Same(X.astype(np.float64)), X.astype(str).astype(object)
+    # a 1-D array is one univariate sequence for the HMMs (documented), an error elsewhere
+    yield "1-D array", Same(X[:, :1].copy()) if kind.startswith("seq") else ILLEGAL, X[:, 0].copy()
     yield "3-D array", ILLEGAL, X[None, :, :].copy()
     yield "0 rows", ILLEGAL, X[:0]
     yield "complex", ILLEGAL, X.astype(np.complex128) + 1j
@@ -342,19 +388,28 @@ def size_cases(X: np.ndarray, kind: str) -> Iterator[tuple[str, str, Any]]:
 # ----------------------------------------------------------------------------------------------- campaign
 
 
-def campaign(timeout: int, only: set[str] | None) -> list[Outcome]:  # noqa: C901 - a flat list of cases
+_LEGAL_X = object()  # est_run's marker for "the estimator's own legal data" (None is a case of its own)
+
+
+def campaign(timeout: int, only: set[str] | None,  # noqa: C901 - a flat list of cases
+             entry_filter: list[str] | None = None) -> list[Outcome]:
     import latentfs
 
     out: list[Outcome] = []
 
-    def add(klass: str, entry: str, case: str, legality: str, thunk: Callable[[], Any]) -> None:
+    def add(klass: str, entry: str, case: str, legality: Any, thunk: Callable[[], Any],
+            expect: Callable[[], Any] | None = None) -> None:
         if only is not None and klass not in only:
             return
-        out.append(run_one(klass, entry, case, legality, thunk, timeout))
+        if entry_filter and not any(f in entry for f in entry_filter):
+            return
+        out.append(run_one(klass, entry, case, legality, thunk, timeout, expect))
 
     targets = fit_targets()
     fitted: dict[str, Any] = {}
     for label, make, method in targets:
+        if entry_filter and not any(f in label for f in entry_filter):
+            continue
         model = make()
         kind = _kind(model)
         X = base_data(kind)
@@ -373,7 +428,8 @@ def campaign(timeout: int, only: set[str] | None) -> list[Outcome]:  # noqa: C90
                 fitted[label] = fit_with(X)
         print(f"  {label}: control {control.status} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr)
         for case, legality, data in container_cases(X, kind):
-            add("containers", label, case, legality, lambda data=data: fit_with(data))
+            add("containers", label, case, legality, lambda data=data: fit_with(data),
+                (lambda ref=legality.ref: fit_with(ref)) if isinstance(legality, Same) else None)
         for case, legality, opts in option_cases(model, method):
             add("options", label, case, legality, lambda opts=opts: fit_with(X, **opts))
         add("options", label, "model class, not instance", ILLEGAL,
@@ -438,17 +494,18 @@ def campaign(timeout: int, only: set[str] | None) -> list[Outcome]:  # noqa: C90
         kind = "counts" if name.startswith(("DCA", "PLSA")) else ("categorical" if "Class" in name else "continuous")
 
         def est_run(data: Any, make_est: Callable[..., Any] = make_est, X: np.ndarray = X, **params: Any) -> Any:
-            est = make_est(**params).fit(X if data is None else data)
+            est = make_est(**params).fit(X if data is _LEGAL_X else data)  # (data=None is the "None" case)
             return est.transform(X[:5]) if hasattr(est, "transform") else est.predict(X[:5])
 
-        add("control", entry, "legal", LEGAL, lambda est_run=est_run: est_run(None))
+        add("control", entry, "legal", LEGAL, lambda est_run=est_run: est_run(_LEGAL_X))
         for case, legality, data in container_cases(X, kind):
-            add("containers", entry, case, legality, lambda data=data, est_run=est_run: est_run(data))
+            add("containers", entry, case, legality, lambda data=data, est_run=est_run: est_run(data),
+                (lambda ref=legality.ref, est_run=est_run: est_run(ref)) if isinstance(legality, Same) else None)
         for case, legality, data in numeric_cases(X, kind):
             add("numerical", entry, case, legality, lambda data=data, est_run=est_run: est_run(data))
         for case, params in (("seed=1.5", {"seed": 1.5}), ("seed=-1", {"seed": -1}), ("max_iter=0", {"max_iter": 0}),
                              ("tol=nan", {"tol": float("nan")})):
-            add("options", entry, case, ILLEGAL, lambda params=params, est_run=est_run: est_run(None, **params))
+            add("options", entry, case, ILLEGAL, lambda params=params, est_run=est_run: est_run(_LEGAL_X, **params))
 
     # result methods
     for label, post in fitted.items():
@@ -468,6 +525,8 @@ def campaign(timeout: int, only: set[str] | None) -> list[Outcome]:  # noqa: C90
             lambda post=post: post.to_inference_data(num_draws=-1))
 
     # files
+    if only is not None and "files" not in only:
+        return out
     any_post = next(iter(fitted.values()), None)
     with tempfile.TemporaryDirectory() as tmp:
         tdir = Path(tmp)
@@ -475,8 +534,10 @@ def campaign(timeout: int, only: set[str] | None) -> list[Outcome]:  # noqa: C90
         if any_post is not None:
             with contextlib.suppress(Exception):
                 good = Path(any_post.save(tdir / "good.npz"))
+        # the damaged files are written before the timed run (writing the 8 GiB zip bomb takes seconds itself)
         for case, make_file in file_cases(tdir, good):
-            add("files", "latentfs.load", case, ILLEGAL, lambda make_file=make_file: latentfs.load(make_file()))
+            made = _made(make_file)
+            add("files", "latentfs.load", case, ILLEGAL, lambda made=made: latentfs.load(made))
         if good is not None:
             add("control", "latentfs.load", "good file", LEGAL, lambda good=good: latentfs.load(good).summary())
         # estimator files (when the estimators have save/load)
@@ -498,9 +559,17 @@ def campaign(timeout: int, only: set[str] | None) -> list[Outcome]:  # noqa: C90
             add("control", entry, "round trip", LEGAL,
                 lambda est_cls=est_cls, saved=saved, X=X: est_cls.load(saved).transform(X[:5]))
             for case, make_file in file_cases(tdir, saved, prefix=name):
-                add("files", entry, case, ILLEGAL,
-                    lambda est_cls=est_cls, make_file=make_file: est_cls.load(make_file()))
+                made = _made(make_file)
+                add("files", entry, case, ILLEGAL, lambda est_cls=est_cls, made=made: est_cls.load(made))
     return out
+
+
+def _made(make_file: Callable[[], Path]) -> Any:
+    """The damaged file written now, or the exception writing it raised (re-raised by the timed run)."""
+    try:
+        return make_file()
+    except Exception as exc:  # noqa: BLE001
+        return exc
 
 
 def _missing_load(name: str) -> Callable[[], Any]:
@@ -576,7 +645,7 @@ def file_cases(tdir: Path, good: Path | None, prefix: str = "post") -> Iterator[
             names = src.namelist()
             for n in names:
                 data = src.read(n)
-                if n.startswith(("draws/", "fitted/", "arrays/")) and n != names[-1]:
+                if n.startswith(("draws/", "fitted/", "arrays/", "attr/")) and n != names[-1]:
                     arr = np.load(io.BytesIO(data), allow_pickle=False)
                     if arr.ndim >= 1 and arr.shape[0] > 0:
                         buf = io.BytesIO()
@@ -621,6 +690,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=float, default=3.0, help="GiB of address space above the start (3)")
     parser.add_argument("--details", type=Path, default=None, help="write the non-clean runs to this JSON file")
     parser.add_argument("--only", nargs="*", default=None, help="classes to run (default all)")
+    parser.add_argument("--entry", nargs="*", default=None,
+                        help="run only the entry points whose label contains one of these strings, e.g. HMM")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
@@ -637,7 +708,7 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
     t0 = time.perf_counter()
-    outcomes = campaign(args.timeout, set(args.only) if args.only else None)
+    outcomes = campaign(args.timeout, set(args.only) if args.only else None, args.entry)
     print(table(outcomes))
     print(f"({len(outcomes)} runs in {time.perf_counter() - t0:.0f} s)")
     if args.details is not None:

@@ -22,8 +22,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from latentfs.core.errors import DataError
+
 __all__ = [
     "ConvergenceWarning",
+    "DivergedFitError",
     "InterruptedFitWarning",
     "OptimizerRun",
     "SamplerRun",
@@ -117,6 +120,12 @@ class OptimizerRun:
         return float(self.trace[-1]) if self.trace.size else -math.inf
 
 
+class DivergedFitError(DataError, FloatingPointError):
+    """The objective of a fit became NaN or infinite: a :class:`~latentfs.core.data.DataError` (the data or the
+    options cannot be fitted as given; the message has the remedy), and still a ``FloatingPointError`` for the
+    engines that catch that to add a family-specific remedy."""
+
+
 def run_optimizer(
     state: Any,
     step: Callable[[Any], tuple[Any, float]],
@@ -143,7 +152,7 @@ def run_optimizer(
             new_state, value = step(state)
             value = float(value)
             if not math.isfinite(value):
-                raise FloatingPointError(
+                raise DivergedFitError(
                     f"{desc}: the objective became {value} at iteration {it}; the fit diverged. Check the "
                     "input scale, raise the prior strength, or use float64."
                 )
@@ -240,15 +249,44 @@ class SamplerRun:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory available to new allocations (Linux ``MemAvailable``), or None when unknown."""
+    """Bytes of memory available to new allocations, or None when unknown: Linux ``MemAvailable``, lowered to
+    what an address-space limit (``ulimit -v``, ``RLIMIT_AS``) leaves above the current mapping, since an
+    allocation past that limit fails whatever the machine has free."""
+    avail: int | None = None
     try:
         with open("/proc/meminfo") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    avail = int(line.split()[1]) * 1024
+                    break
     except OSError:
+        avail = None
+    room = _address_space_room()
+    if room is not None:
+        avail = room if avail is None else min(avail, room)
+    return avail
+
+
+def _address_space_room() -> int | None:
+    """Bytes left under the soft ``RLIMIT_AS`` (None when there is no such limit or it cannot be read)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
         return None
-    return None
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    mapped = 0
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    mapped = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    return max(int(soft) - mapped, 0)
 
 
 def _gib(n: float) -> str:

@@ -264,7 +264,30 @@ class SaveLoadMixin:
                     f"{where} is inconsistent: components_ has {components.shape[1]} columns but n_features_in_ "
                     f"is {n_features}. Fit and save the estimator again."
                 )
+        _check_against_posterior(est, meta["arrays"], where)
         return est
+
+
+def _check_against_posterior(est: Any, arrays: list[str], where: str) -> None:
+    """The saved learned arrays of a latent estimator must be what its saved ``posterior_`` gives (a file
+    edited or damaged into other shapes or values would otherwise load and transform)."""
+    post = getattr(est, "posterior_", None)
+    if post is None or not hasattr(est, "_adopt"):
+        return
+    try:
+        ref = type(est)(**est.get_params(deep=False))._adopt(post)
+    except Exception:  # a family whose attributes cannot be re-derived without data: the shape check stands
+        return
+    for name in arrays:
+        want = getattr(ref, name, None)
+        if not isinstance(want, np.ndarray):
+            continue
+        got = getattr(est, name)
+        if got.shape != want.shape or not np.array_equal(got, want, equal_nan=True):
+            raise DataError(
+                f"{where} is inconsistent: {name} (shape {got.shape}) is not what its posterior_ gives (shape "
+                f"{want.shape}). Fit and save the estimator again."
+            )
 
 
 class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):

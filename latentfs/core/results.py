@@ -227,15 +227,16 @@ class Posterior:
         its "draws" are the point itself, once, shaped ``(1, 1, *site_shape)``.
         """
         self._check_site(site)
+        # checked whatever the site holds: a bad option is an error even where it would not be used
+        if isinstance(num_draws, bool) or not isinstance(num_draws, (int, np.integer)) or num_draws < 1:
+            raise DataError(f"num_draws must be an integer ≥ 1; got {num_draws!r}. Ask for at least one draw.")
+        rng = as_rng(seed)
         if site in self._draws:
             return self._draws[site]
         spec = self._fitted[site]
         params = {k: v for k, v in spec.items() if k != "family"}
         if spec["family"] == "point":
             return np.asarray(params["value"])[None, None]
-        if isinstance(num_draws, bool) or not isinstance(num_draws, (int, np.integer)) or num_draws < 1:
-            raise DataError(f"num_draws must be an integer ≥ 1; got {num_draws!r}. Ask for at least one draw.")
-        rng = as_rng(seed)
         return _FAMILIES[spec["family"]]["sample"](params, int(num_draws), rng)[None]
 
     def mean(self, site: str) -> np.ndarray:
@@ -664,7 +665,12 @@ class Posterior:
             raise DataError(
                 f"{str(path)!r} is inconsistent: its sites disagree on (chains, draws): {grids}. Save the result again."
             )
-        _check_shapes(path, meta, draws)
+        points = {
+            k.split("/")[1]: v
+            for k, v in data.items()
+            if k.startswith("fitted/") and k.endswith("/value") and meta["families"].get(k.split("/")[1]) == "point"
+        }
+        _check_shapes(path, meta, draws, points)
         fitted: dict[str, dict[str, Any]] = {k: {"family": fam} for k, fam in meta["families"].items()}
         for k, v in data.items():
             if k.startswith("fitted/"):
@@ -722,19 +728,23 @@ _ESTIMATORS: dict[str, tuple[str, str, Any]] = {
 }
 
 
-def _check_shapes(path: Path, meta: dict[str, Any], draws: dict[str, np.ndarray]) -> None:
-    """Every stored draw array has the shape its named dims and coords say (a file edited or damaged
-    into other shapes would otherwise load and summarise wrong labels)."""
+def _check_shapes(
+    path: Path, meta: dict[str, Any], draws: dict[str, np.ndarray], points: dict[str, np.ndarray] | None = None
+) -> None:
+    """Every stored draw array (and every point estimate) has the shape its named dims and coords say (a
+    file edited or damaged into other shapes would otherwise load and summarise wrong labels)."""
     coords, dims = meta["coords"], meta["dims"]
-    for site, value in draws.items():
+    arrays = [(site, value.shape[2:]) for site, value in draws.items()]
+    arrays += [(site, value.shape) for site, value in (points or {}).items()]
+    for site, shape in arrays:
         site_dims = dims.get(site)
         if site_dims is None:
             continue
         expected = [len(coords[d]) if d in coords else None for d in site_dims]
-        got = list(value.shape[2:])
+        got = list(shape)
         if len(got) != len(expected) or any(e is not None and e != g for e, g in zip(expected, got, strict=False)):
             raise DataError(
-                f"{str(path)!r} is inconsistent: site {site!r} has shape {tuple(got)} per draw but its dims "
+                f"{str(path)!r} is inconsistent: site {site!r} has shape {tuple(got)} (per draw) but its dims "
                 f"{tuple(site_dims)} have {tuple(expected)} labels. Save the result again."
             )
 

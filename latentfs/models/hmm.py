@@ -38,7 +38,15 @@ import pyro.distributions as dist
 import torch
 from pyro import poutine
 
-from latentfs.core.data import ContinuousMatrix, DataError, as_continuous, check_n_components, check_positive
+from latentfs.core.data import (
+    ContinuousMatrix,
+    DataError,
+    as_array,
+    as_continuous,
+    check_int,
+    check_n_components,
+    check_positive,
+)
 from latentfs.models.mixture import GaussianMixture, _run_scoped
 
 __all__ = ["CategoricalHMM", "GaussianHMM", "HMM_COVARIANCE_TYPES", "SequenceData", "pad_sequences"]
@@ -86,9 +94,15 @@ def _is_array_like(obj: Any) -> bool:
     return isinstance(obj, (np.ndarray, torch.Tensor)) or (hasattr(obj, "to_numpy") and hasattr(obj, "shape"))
 
 
-def _to_numpy(obj: Any) -> np.ndarray:
+def _to_numpy(obj: Any, name: str = "X") -> np.ndarray:
+    """One sequence (or the concatenation) as a numpy array, through the container checks of
+    :func:`~latentfs.core.data.as_array` for tensors (a ``meta`` tensor is refused). A masked array stays
+    masked: :func:`~latentfs.core.data.as_continuous` decides later whether a masked entry is missing (NaN) or
+    an error."""
     if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu().numpy()
+        return np.asarray(as_array(obj, name=name))
+    if isinstance(obj, np.ma.MaskedArray):
+        return obj
     if hasattr(obj, "to_numpy"):
         return np.asarray(obj.to_numpy())
     return np.asarray(obj)
@@ -107,7 +121,7 @@ def split_input(X: Any, lengths: Any = None, *, name: str = "X") -> tuple[Any, n
                 f"arrays); got lengths={lengths!r}. Pass either a list of arrays, or one concatenated array "
                 "with lengths=."
             )
-        seqs = [_to_numpy(s) for s in X]
+        seqs = [_to_numpy(s, f"{name}[{i}]") for i, s in enumerate(X)]
         for i, s in enumerate(seqs):
             if s.ndim == 0 or s.shape[0] == 0:
                 raise DataError(
@@ -131,7 +145,8 @@ def split_input(X: Any, lengths: Any = None, *, name: str = "X") -> tuple[Any, n
                     f"{name}[{i}] must be numeric; got dtype object. Convert it with np.asarray(..., float)."
                 )
         lens = np.array([s.shape[0] for s in two_d], dtype=np.int64)
-        return np.concatenate(two_d, axis=0), lens, seqs[0]
+        join = np.ma.concatenate if any(isinstance(s, np.ma.MaskedArray) for s in two_d) else np.concatenate
+        return join(two_d, axis=0), lens, seqs[0]
     if isinstance(X, (list, tuple)):
         if len(X) == 0:
             raise DataError(f"{name} is empty; pass at least one sequence.")
@@ -152,7 +167,7 @@ def split_input(X: Any, lengths: Any = None, *, name: str = "X") -> tuple[Any, n
                 f"array of shape {shape}. For equal-length sequences pass list({name}), or "
                 f"{name}.reshape(-1, {shape[2]}) with lengths=[{shape[1]}] * {shape[0]}."
             )
-        arr_np = _to_numpy(X)
+        arr_np = _to_numpy(X, name)
         if arr_np.dtype == object:
             raise DataError(
                 f"{name} is ragged (an object array); pass a list of numpy arrays (one per sequence), or one "
@@ -207,6 +222,10 @@ def pad_sequences(values: np.ndarray, lengths: Any, *, fill: float = 0.0) -> tup
         out[i, : int(t)] = arr[start : start + int(t)]
         start += int(t)
     return torch.as_tensor(out), torch.as_tensor(lens)
+
+
+# The largest symbol a CategoricalHMM takes: the emission table has one column per category.
+_MAX_SYMBOL = 2**31
 
 
 def _check_lengths_arg(n_sequences: Any, length: Any) -> np.ndarray:
@@ -561,6 +580,13 @@ class CategoricalHMM(_HMMBase):
                 f"{name} must hold symbols coded 0, 1, …, S−1; row {i} holds {v[i]:g}. Recode the symbols as "
                 "consecutive integers from 0."
             )
+        huge = np.flatnonzero(v >= _MAX_SYMBOL)
+        if huge.size:
+            i = int(huge[0])
+            raise DataError(
+                f"{name} must hold symbols coded 0, 1, …, S−1; row {i} holds {v[i]:g}, too large to be a category "
+                f"code (at most {_MAX_SYMBOL - 1}). Recode the symbols as consecutive integers from 0."
+            )
         s = self.n_categories
         if s is not None and v.size and int(v.max()) >= s:
             i = int(np.argmax(v))
@@ -626,6 +652,8 @@ class CategoricalHMM(_HMMBase):
     ) -> dict[str, np.ndarray]:
         """Draw from :meth:`model`: ``startprob``, ``transmat``, ``emission_probs``, ``states`` (N,),
         ``data`` (N,) int64 symbols, ``lengths``."""
+        if n_categories is not None:
+            n_categories = check_int("n_categories", n_categories, low=2)
         s = n_categories or self.n_categories
         if s is None and params is not None and "emission_probs" in params:
             s = int(np.shape(params["emission_probs"])[-1])

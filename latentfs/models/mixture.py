@@ -56,13 +56,19 @@ COVARIANCE_TYPES: dict[str, dict[str, Any]] = {
 }
 
 
+def _check_simulate_sizes(n_samples: Any, n_features: Any) -> tuple[int, int]:
+    """``simulate``'s sizes: integers ≥ 1 (5.5 is not truncated, 0 and -1 are refused before Pyro sees them)."""
+    from latentfs.core.data import check_int
+
+    return check_int("n_samples", n_samples, low=1), check_int("n_features", n_features, low=1)
+
+
 def _run_scoped(fn: Any, seed: Any, **kwargs: Any) -> dict[str, np.ndarray]:
     """Run ``fn`` under a scoped RNG (the caller's torch state is restored) and return its sample sites."""
+    from latentfs.models.dca import simulation_seed
+
+    seed = simulation_seed(seed)  # an int ≥ 0 or None; 1.5, -1 and "abc" are DataErrors
     with torch.random.fork_rng(devices=[]):
-        if isinstance(seed, torch.Generator):
-            seed = int(torch.randint(0, 2**62, (1,), generator=seed).item())
-        elif isinstance(seed, np.random.Generator):
-            seed = int(seed.integers(0, 2**62))
         if seed is not None:
             torch.manual_seed(int(seed))
         with torch.no_grad(), warnings.catch_warnings():
@@ -333,6 +339,7 @@ class GaussianMixture(_MixtureBase):
 
         ``params`` fixes any of the parameter sites (e.g. planted ``means``); the rest come from the prior.
         """
+        n_samples, n_features = _check_simulate_sizes(n_samples, n_features)
         cond = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in (params or {}).items()}
         out = _run_scoped(
             poutine.condition(self.model, cond), seed, n_samples=int(n_samples), n_features=int(n_features)
@@ -543,6 +550,7 @@ class LatentClass(_MixtureBase):
         """Draw from :meth:`model`: ``weights``, ``item_probs`` (K, p) or (K, p, S_max) padded with 0,
         ``assignment`` and ``items`` (n, p) coded 0..S_i−1. ``params`` may fix ``weights``/``item_probs``.
         """
+        n_samples, n_features = _check_simulate_sizes(n_samples, n_features)
         cond = {}
         for key, v in (params or {}).items():
             arr = torch.as_tensor(np.asarray(v, dtype=np.float64))

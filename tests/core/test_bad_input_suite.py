@@ -161,6 +161,8 @@ SIMULATORS = [
                                                            mean_scale=1.0).simulate(**k),
      {"n_samples": 4, "n_features": 3}),
     ("HDDAModel", lambda **k: latentfs.HDDAModel(2, n_dims=1).simulate(**k), {"n_samples": 6, "n_features": 3}),
+    ("GaussianMixture", lambda **k: latentfs.GaussianMixture(2).simulate(**k), {"n_samples": 5, "n_features": 3}),
+    ("LatentClass", lambda **k: latentfs.LatentClass(2).simulate(**k), {"n_samples": 5, "n_features": 3}),
 ]
 
 
@@ -284,3 +286,110 @@ def test_an_unfitted_estimator_cannot_be_saved(tmp_path):
 
     with pytest.raises(NotFittedError):
         latentfs.DCA(2).save(tmp_path / "x")
+
+
+# ------------------------------------------------------------------------------------------------ second pass
+# Groups left after the first pass of the campaign (scripts/hostile_campaign.py): HMM containers, HMM and
+# mixture simulation, the HDDC and PLSATransformer containers and seeds, and the optimiser's divergence.
+SEQ = _RNG.normal(size=(30, 2))
+SYMBOLS = _RNG.integers(0, 3, size=(30, 1))
+
+
+@pytest.mark.parametrize("method", ["em", "vb", "gibbs"])
+def test_an_hmm_refuses_a_meta_tensor(method):
+    for model, X in ((latentfs.GaussianHMM(2), SEQ), (latentfs.CategoricalHMM(2), SYMBOLS)):
+        with pytest.raises(DataError, match=r"X is a torch tensor on the 'meta' device, which holds no values"):
+            latentfs.fit(model, torch.empty(X.shape, device="meta"), method=method)
+        with pytest.raises(DataError, match=r"X\[0\] is a torch tensor on the 'meta' device"):
+            latentfs.fit(model, [torch.empty(X.shape, device="meta")], method=method)
+
+
+def test_a_categorical_hmm_refuses_a_symbol_too_large_to_be_a_category():
+    big = SYMBOLS.astype(float)
+    big[0, 0] = 1e300
+    with pytest.raises(DataError, match=r"X must hold symbols coded 0, 1, …, S−1; row 0 holds 1e\+300, too large"):
+        latentfs.fit(latentfs.CategoricalHMM(2), big, method="em", max_iter=3)
+    many = SYMBOLS.copy()
+    many[0, 0] = 10**9  # a one-hot table of 30 × 10**9 would be 240 GB
+    with pytest.raises(DataError, match=r"categories.*would take .* GiB.*Recode the symbols as consecutive"):
+        latentfs.fit(latentfs.CategoricalHMM(2), many, method="em", max_iter=3)
+
+
+def test_a_list_of_masked_sequences_keeps_its_mask():
+    # np.asarray dropped the mask of each sequence: a masked 99 was fitted as 99.
+    seq = np.ma.masked_array(np.where(np.eye(15, 2, dtype=bool), 99.0, SEQ[:15]), mask=np.eye(15, 2, dtype=bool))
+    nan = np.where(np.eye(15, 2, dtype=bool), np.nan, SEQ[:15])
+    masked = latentfs.fit(latentfs.GaussianHMM(2), [seq, SEQ[15:]], method="em", max_iter=5, seed=0, warn=False)
+    with_nan = latentfs.fit(latentfs.GaussianHMM(2), [nan, SEQ[15:]], method="em", max_iter=5, seed=0, warn=False)
+    np.testing.assert_array_equal(masked.mean("means"), with_nan.mean("means"))
+    sym = np.ma.masked_array(SYMBOLS[:15, 0], mask=np.arange(15) == 3)
+    with pytest.raises(DataError, match=r"masked array with 1 masked entry"):
+        latentfs.fit(latentfs.CategoricalHMM(2), [sym, SYMBOLS[15:, 0]], method="em", max_iter=3)
+
+
+def test_hmm_simulate_checks_its_seed():
+    for seed, shown in ((1.5, r"1\.5"), (-1, "-1"), ("abc", "'abc'")):
+        with pytest.raises(DataError, match=rf"seed must be an int ≥ 0.*got {shown}"):
+            latentfs.GaussianHMM(2).simulate(2, 5, seed=seed)
+        with pytest.raises(DataError, match=rf"seed must be an int ≥ 0.*got {shown}"):
+            latentfs.CategoricalHMM(2, n_categories=3).simulate(2, 5, seed=seed)
+
+
+def test_hddc_checks_containers_and_seed():
+    hddc = latentfs.HDDC(2, max_iter=10, n_init=1)
+    with pytest.raises(DataError, match=r"X must hold numbers, not dates or durations; got dtype datetime64"):
+        hddc.fit(CONT.astype("datetime64[D]"))
+    with pytest.raises(DataError, match=r"X is a torch tensor on the 'meta' device"):
+        hddc.fit(torch.empty(CONT.shape, device="meta"))
+    for seed, shown in ((1.5, r"1\.5"), (-1, "-1")):
+        with pytest.raises(DataError, match=rf"seed must be an int ≥ 0.*got {shown}"):
+            latentfs.HDDC(2, max_iter=10, n_init=1, seed=seed).fit(CONT)
+    fitted = latentfs.HDDC(2, max_iter=10, n_init=1).fit(CONT)
+    with pytest.raises(DataError, match=r"X is a torch tensor on the 'meta' device"):
+        fitted.predict(torch.empty(CONT.shape, device="meta"))
+    with pytest.raises(DataError, match=r"seed must be an int ≥ 0.*got 1\.5"):
+        fitted.sample(3, seed=1.5)
+
+
+def test_plsa_transformer_checks_containers():
+    plsa = latentfs.PLSATransformer(2, max_iter=10)
+    mask = np.zeros(COUNTS.shape, dtype=bool)
+    mask[0, -1] = True
+    with pytest.raises(DataError, match=r"X is a masked array with 1 masked entry"):
+        plsa.fit(np.ma.masked_array(np.where(mask, 99, COUNTS), mask=mask))
+    with pytest.raises(DataError, match=r"X must hold numbers, not dates or durations; got dtype timedelta64"):
+        plsa.fit(COUNTS.astype("timedelta64[s]"))
+    with pytest.raises(DataError, match=r"X is a torch tensor on the 'meta' device"):
+        plsa.fit(torch.empty(COUNTS.shape, device="meta"))
+
+
+@pytest.mark.filterwarnings("ignore::latentfs.ConvergenceWarning")
+def test_plsa_transformer_saves_and_loads_without_pickle(tmp_path):
+    # It had no save/load: pickle was the only way to keep a fitted transformer.
+    plsa = latentfs.PLSATransformer(2, max_iter=10).fit(COUNTS)
+    again = latentfs.PLSATransformer.load(plsa.save(tmp_path / "plsa"))
+    assert again.get_params() == plsa.get_params()
+    np.testing.assert_array_equal(again.transform(COUNTS), plsa.transform(COUNTS))
+    (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 not a zip")
+    with pytest.raises(DataError, match=r"not a PLSATransformer file"):
+        latentfs.PLSATransformer.load(tmp_path / "bad.npz")
+
+
+def test_a_diverging_objective_is_a_data_error_with_the_remedy():
+    from latentfs.core.driver import run_optimizer
+
+    with pytest.raises(DataError, match=r"toy: the objective became nan at iteration 1; the fit diverged\. Check"):
+        run_optimizer(0, lambda s: (s + 1, 1.0 if s == 0 else float("nan")), max_iter=5, tol=0.0, desc="toy")
+
+
+def test_the_memory_budget_honours_an_address_space_limit(monkeypatch):
+    # Under ``ulimit -v`` (RLIMIT_AS) the process cannot allocate past the cap whatever MemAvailable says, so a
+    # file that inflates past it must be refused before inflating, not die with MemoryError half way.
+    import resource
+
+    from latentfs.core.driver import available_memory
+
+    monkeypatch.setattr(resource, "getrlimit", lambda what: (2**20 * 300, resource.RLIM_INFINITY)
+                        if what == resource.RLIMIT_AS else (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    avail = available_memory()
+    assert avail is not None and avail <= 2**20 * 300

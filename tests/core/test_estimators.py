@@ -156,3 +156,19 @@ def test_estimators_refuse_bad_containers_with_a_data_error(bad, message):
 
     with pytest.raises(DataError, match=message):
         latentfs.FactorAnalyzer(1).fit(bad())
+
+
+@pytest.mark.parametrize("make", [lambda: latentfs.GaussianMixtureClusterer(2), lambda: latentfs.FactorAnalyzer(1)])
+def test_a_saved_estimator_whose_arrays_disagree_with_its_posterior_is_refused(tmp_path, make):
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(80, 1)) * [1.0, 0.8, 0.6, 0.9] + 0.5 * rng.normal(size=(80, 4))
+    est = make().fit(Y)
+    path = est.save(tmp_path / "est")
+    np.testing.assert_array_equal(type(est).load(path).transform(Y), est.transform(Y))
+    with np.load(path, allow_pickle=False) as f:
+        members = {k: f[k] for k in f.files}
+    key = next(k for k in members if k.startswith("attr/") and members[k].ndim >= 1)
+    members[key] = np.concatenate([members[key], members[key][:1]])  # one extra row
+    np.savez(path, **members)
+    with pytest.raises(DataError, match=r"is inconsistent: .* is not what its posterior_ gives"):
+        type(est).load(path)

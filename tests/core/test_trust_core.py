@@ -283,7 +283,7 @@ def test_load_refuses_draws_whose_shape_disagrees_with_their_labels(tmp_path):
         members = {k: f[k] for k in f.files}
     members["draws/topic_word"] = members["draws/topic_word"][..., :5]
     np.savez(path, **members)
-    with pytest.raises(DataError, match=r"inconsistent: site 'topic_word' has shape \(2, 5\) per draw"):
+    with pytest.raises(DataError, match=r"inconsistent: site .topic_word. has shape \(2, 5\) \(per draw\)"):
         latentfs.load(path)
 
 
@@ -303,3 +303,24 @@ def test_the_repr_of_a_point_fit_says_point():
     X = model.simulate(n_documents=20, n_features=8, doc_length=30, seed=0)["counts"]
     assert "point estimates (no bands)" in repr(latentfs.fit(model, X, method="plsi_em", seed=0, warn=False))
     assert "fitted distributions" in repr(latentfs.fit(model, X, method="vb", seed=0, warn=False))
+
+
+def test_samples_checks_its_options_for_every_kind_of_site(tmp_path):
+    model = latentfs.DirichletDCA(2)
+    X = model.simulate(n_documents=20, n_features=8, doc_length=30, seed=0)["counts"]
+    point = latentfs.fit(model, X, method="plsi_em", seed=0, warn=False)
+    draws = latentfs.fit(model, X, method="collapsed_gibbs", seed=0, num_warmup=5, num_samples=5, warn=False)
+    for result in (point, draws):
+        with pytest.raises(DataError, match=r"num_draws must be an integer ≥ 1; got -1"):
+            result.samples("topic_word", -1)
+        with pytest.raises(DataError, match=r"seed"):
+            result.samples("topic_word", 3, seed="abc")
+    # a point estimate stored with the wrong shape is refused on load
+    path = tmp_path / "point.npz"
+    point.save(path)
+    with np.load(path, allow_pickle=False) as f:
+        members = {k: f[k] for k in f.files}
+    members["fitted/topic_word/value"] = np.concatenate([members["fitted/topic_word/value"]] * 2)
+    np.savez(path, **members)
+    with pytest.raises(DataError, match=r"inconsistent: site 'topic_word' has shape \(4, 8\)"):
+        latentfs.load(path)

@@ -17,7 +17,16 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, check_y_finite
-from latentfs.core.data import DataError, as_continuous, as_labels, check_n_components, check_positive
+from latentfs.core.data import (
+    DataError,
+    as_array,
+    as_continuous,
+    as_labels,
+    as_rng,
+    check_int,
+    check_n_components,
+    check_positive,
+)
 from latentfs.core.estimator import match_columns
 from latentfs.inference.hdda import numerics as _numerics
 
@@ -42,6 +51,7 @@ class _HDDBase(ParamsAsDataError, BaseEstimator):
 
     def _fit_input(self, X: Any, min_samples: int = 1) -> Any:
         """X as float64 (DataError messages) with ``n_features_in_``/``feature_names_in_`` set."""
+        as_array(X, name="X")  # the container first: masked entries, dates, ragged rows, meta tensors
         # a class subspace needs a lower dimension than the data: at least 2 features
         checked = check_X(self, X, reset=True, ensure_all_finite=False, ensure_min_samples=min_samples,
                           ensure_min_features=2)
@@ -49,6 +59,7 @@ class _HDDBase(ParamsAsDataError, BaseEstimator):
 
     def _check_X(self, X: Any) -> np.ndarray:
         self._check_fitted()
+        as_array(X, name="X")
         X = match_columns(self, X)
         given = getattr(X, "shape", (0, None))[-1]
         if given is not None and given != self.n_features_in_:
@@ -288,7 +299,7 @@ class HDDC(ClusterMixin, _HDDBase):
         ks = [self.n_components] if np.ndim(self.n_components) == 0 else list(self.n_components)  # type: ignore[arg-type]
         ks = [check_n_components(k, Xv.shape[0] // 2, what="at least 2 samples per cluster") for k in ks]
         n_init = check_n_components(self.n_init, 10**6, name="n_init")
-        rng = self.seed if isinstance(self.seed, np.random.Generator) else np.random.default_rng(self.seed)
+        rng = as_rng(self.seed)
         fits = {}
         for spec in num.resolve_submodels(self.model):
             for k in ks:
@@ -322,7 +333,8 @@ class HDDC(ClusterMixin, _HDDBase):
     def sample(self, n_samples: int, *, seed: int | np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Draw (X, labels) from the fitted mixture: x = μ_i + Q̃_i diag(sqrt(a_i − b_i)) z₁ + sqrt(b_i) z₂."""
         self._check_fitted()
-        rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        rng = as_rng(seed)
+        n_samples = check_int("n_samples", n_samples, low=1)
         params = self.params_
         labels = rng.choice(params.n_classes, size=int(n_samples), p=params.weights)
         p = params.n_features

@@ -180,6 +180,7 @@ def prepare(
     layout = ChainLayout.from_lengths(torch.as_tensor(data.lengths))
     if isinstance(model, CategoricalHMM):
         s = n_categories if n_categories is not None else model.categories(data)
+        _check_symbol_table(data.values.shape[0], s)
         if int(data.values.max()) >= s:
             raise DataError(
                 f"X holds symbol {int(data.values.max())} but the fitted model has {s} categories; decode only "
@@ -187,6 +188,21 @@ def prepare(
             )
         return HMMFamily(model, data, layout, _categorical_emission(model, data, s), s)
     return HMMFamily(model, data, layout, _gaussian_emission(model, data))
+
+
+def _check_symbol_table(n: int, s: int) -> None:
+    """The engines hold an (n, S) one-hot table of the symbols: refuse S that would not fit in memory."""
+    from latentfs.core.driver import available_memory
+
+    need = float(n) * float(s) * 8.0
+    avail = available_memory()
+    budget = 2.0**31 if avail is None else avail / 2
+    if need > budget:
+        raise DataError(
+            f"X has {s} categories (its largest symbol is {s - 1}): the one-hot table of {n} observations × {s} "
+            f"categories would take {need / 2**30:.3g} GiB, over the budget of {budget / 2**30:.3g} GiB. Recode "
+            "the symbols as consecutive integers from 0 (np.unique(X, return_inverse=True)[1])."
+        )
 
 
 def model_from_result(result: Any) -> Any:

@@ -10,13 +10,16 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from latentfs.core.base import ParamsAsDataError, check_fitted, check_X
-from latentfs.core.data import DataError, check_choice
+from latentfs.core.data import DataError, as_array, check_choice
+from latentfs.core.estimator import SaveLoadMixin
 from latentfs.evaluate.heldout import completion_loglik, completion_score, split_documents
 from latentfs.inference.plsa.em import _topic_word_of, fit_plsa, fold_in
 from latentfs.models.plsa import PLSA
 
 
-class PLSATransformer(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class PLSATransformer(
+    SaveLoadMixin, ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
     """PLSA as a feature extractor with scikit-learn conventions (Monay et al. 2006, §4).
 
     ``fit`` runs (tempered) EM on the training documents; ``transform`` folds new documents in and returns
@@ -88,6 +91,7 @@ class PLSATransformer(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Transf
 
     def _counts(self, X: Any, *, reset: bool) -> Any:
         check_choice("non_integer", self.non_integer, ("error", "round"))
+        as_array(X, name="X")  # the container first: masked entries, dates, ragged rows, meta tensors
         X = check_X(self, X, reset=reset, accept_sparse="csr")
         data = X.data if sp.issparse(X) else X
         if data.size and data.min() < 0:
