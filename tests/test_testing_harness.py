@@ -90,7 +90,7 @@ def test_check_reproducible_passes_for_seeded_engines_and_catches_an_ignored_see
         testing.check_reproducible(lambda s: latentfs.fit(model, counts, method="vb", seed=0, warn=False))
 
 
-@pytest.mark.parametrize("family", ["dca_vb"])
+@pytest.mark.parametrize("family", ["dca_vb", "mixture_em", "factor_em"])
 def test_check_interruptible(counts, family):
     if family == "dca_vb":
         result = testing.check_interruptible(

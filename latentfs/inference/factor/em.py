@@ -576,6 +576,7 @@ def _fit_fa(
     use_moments: bool,
     acceleration: str,
     n_init: int = 1,
+    callback: Any = None,
 ) -> Posterior:
     started = time.perf_counter()
     seed, max_iter, tol, n_init, dtype, device = check_options(
@@ -618,7 +619,7 @@ def _fit_fa(
         start = _project(start, model.constraints)
         start = FAParams(start.loadings, torch.maximum(start.noise_variance, floor), start.mean)
         return run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
-                             progress=progress, warn=False)
+                             progress=progress, warn=False, callback=callback)
 
     run, runs = run_restarts(n_starts, one, warn=warn, desc=f"FactorAnalysis {method}",
                              remedies="raise max_iter, loosen tol, or standardise the columns")
@@ -743,6 +744,7 @@ def em_factor_analysis(
     device: Any = "cpu",
     progress: bool | None = None,
     warn: bool = True,
+    callback: Any = None,
     use_moments: bool = True,
     acceleration: str = "squarem",
     n_init: int = 1,
@@ -795,7 +797,7 @@ def em_factor_analysis(
     """
     return _fit_fa(model, X, use_priors=False, method="em", seed=seed, max_iter=max_iter, tol=tol, init=init,
                    regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
-                   use_moments=use_moments, acceleration=acceleration, n_init=n_init)
+                   use_moments=use_moments, acceleration=acceleration, n_init=n_init, callback=callback)
 
 
 @register(FactorAnalysis, "map")
@@ -812,6 +814,7 @@ def map_factor_analysis(
     device: Any = "cpu",
     progress: bool | None = None,
     warn: bool = True,
+    callback: Any = None,
     use_moments: bool = True,
     acceleration: str = "squarem",
     n_init: int = 1,
@@ -833,7 +836,7 @@ def map_factor_analysis(
     """
     return _fit_fa(model, X, use_priors=True, method="map", seed=seed, max_iter=max_iter, tol=tol, init=init,
                    regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
-                   use_moments=use_moments, acceleration=acceleration, n_init=n_init)
+                   use_moments=use_moments, acceleration=acceleration, n_init=n_init, callback=callback)
 
 
 # ---------------------------------------------------------------------------------------------- MFA

@@ -376,6 +376,7 @@ def _em_engine(
         "n_observations": fam.n,
         "entropy": entropy_of(out["resp"]),
         "converged": bool(out["run"].converged),
+        "interrupted": any(bool(r.interrupted) for r in out["runs"]) or bool(out["run"].interrupted),
         "n_iter": int(out["run"].n_iter),
         "restart_log_likelihoods": [float(r.objective) for r in out["runs"]],
         "best_restart": int(out["best_index"]),

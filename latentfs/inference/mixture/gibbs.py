@@ -291,6 +291,7 @@ def _gibbs_engine(
             "observation_dim": "sample",
             "num_chains": int(run.trace.shape[0]),
             "num_samples": int(run.n_draws),
+            "interrupted": bool(run.interrupted),
             "n_observations": fam.n,
             "n_parameters": model.n_parameters(fam.d),
         },

@@ -258,6 +258,7 @@ def _vb_engine(
     diag = {
         "bound": bound,
         "converged": bool(best.converged),
+        "interrupted": any(bool(r.interrupted) for r in runs) or bool(best.interrupted),
         "n_iter": int(best.n_iter),
         "restart_bounds": [float(r.objective) for r in runs],
         "n_observations": fam.n,
