@@ -3,9 +3,12 @@
 from latentfs.evaluate.cross_indexing import (
     cross_index_a,
     cross_index_b,
+    cross_indexing_report,
     learning_curve,
     nested_selection_scores,
     outer_loop_estimate,
+    sequential_floating_forward_selection,
+    sequential_forward_selection,
 )
 from latentfs.evaluate.heldout import document_completion, fold_in, split_documents
 from latentfs.evaluate.navot import expected_error_mc, optimal_num_features
@@ -14,6 +17,7 @@ from latentfs.evaluate.stability import jaccard_index, kuncheva_index, selection
 __all__ = [
     "cross_index_a",
     "cross_index_b",
+    "cross_indexing_report",
     "document_completion",
     "expected_error_mc",
     "fold_in",
@@ -24,5 +28,7 @@ __all__ = [
     "optimal_num_features",
     "outer_loop_estimate",
     "selection_stability",
+    "sequential_floating_forward_selection",
+    "sequential_forward_selection",
     "split_documents",
 ]

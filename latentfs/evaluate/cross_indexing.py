@@ -30,16 +30,23 @@ import numpy as np
 from latentfs.core.data import DataError, as_continuous, as_labels, as_rng
 
 __all__ = [
+    "CrossIndexingReport",
     "Curve",
+    "MethodReport",
     "NestedScores",
     "SearchPath",
     "SizeEstimate",
     "cross_index_a",
     "cross_index_b",
+    "cross_indexing_report",
+    "exhaustive_search",
+    "floating_forward_search",
+    "forward_search",
     "learning_curve",
     "nearest_neighbour_accuracy",
     "nested_selection_scores",
     "outer_loop_estimate",
+    "sequential_floating_forward_selection",
     "sequential_forward_selection",
     "stratified_folds",
 ]
@@ -68,6 +75,9 @@ class SizeEstimate:
         x[k, d̂^(−k)] (A), mean_{ℓ≠k} x[ℓ, d̂^(k)] (B) or x[k, d̂] (outer loop).
     gain : float
         δ^(e): estimated accuracy at the chosen size minus that of the reference column.
+    fold_gains : (K,) array or None
+        The per-fold terms whose statistic is ``gain``: x[k, d̂] − x[k, ref] (outer loop),
+        x[k, d̂^(−k)] − x[k, ref] (A), mean_{ℓ≠k} (x[ℓ, d̂^(k)] − x[ℓ, ref]) (B).
     """
 
     method: str
@@ -76,6 +86,7 @@ class SizeEstimate:
     performance: float
     fold_values: np.ndarray
     gain: float
+    fold_gains: np.ndarray | None = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -148,7 +159,7 @@ def outer_loop_estimate(scores: Any, *, sizes: Any = None, stat: str = "mean", r
     K = arr.shape[0]
     return SizeEstimate(
         "outer_loop", float(size_arr[best]), np.full(K, size_arr[best]), float(value),
-        arr[:, best].copy(), float(value - curve[reference]),
+        arr[:, best].copy(), float(value - curve[reference]), arr[:, best] - arr[:, reference],
     )
 
 
@@ -166,7 +177,7 @@ def cross_index_a(scores: Any, *, sizes: Any = None, stat: str = "mean", referen
     chosen, values = cross_index_a_values(arr, fn)
     return SizeEstimate(
         "cross_index_a", float(fn(size_arr[chosen])), size_arr[chosen], float(fn(values)), values,
-        float(fn(values - arr[:, reference])),
+        float(fn(values - arr[:, reference])), values - arr[:, reference],
     )
 
 
@@ -185,7 +196,7 @@ def cross_index_b(scores: Any, *, sizes: Any = None, stat: str = "mean", referen
     ref = _leave_one_fold_out(arr, fn)[:, reference]
     return SizeEstimate(
         "cross_index_b", float(fn(size_arr[chosen])), size_arr[chosen], float(fn(values)), values,
-        float(fn(values - ref)),
+        float(fn(values - ref)), values - ref,
     )
 
 
@@ -256,6 +267,164 @@ def _check_folds(n_folds: Any, n: int, name: str = "n_folds") -> int:
     return int(n_folds)
 
 
+Criterion = Callable[[tuple[int, ...]], float]
+"""A subset criterion J(S) (larger is better) on a tuple of column indices."""
+
+
+def _check_search_size(n_features: Any, max_features: Any) -> tuple[int, int]:
+    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
+        raise DataError(f"n_features must be a positive integer; got {n_features!r}.")
+    D = int(n_features)
+    m = D if max_features is None else max_features
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 1 <= m <= D:
+        raise DataError(f"max_features must lie in [1, {D}]; got {max_features!r}. Use None for all features.")
+    return D, int(m)
+
+
+def _cached(criterion: Criterion) -> Callable[[tuple[int, ...]], float]:
+    """J on the *set* of columns, each distinct set evaluated once."""
+    memo: dict[frozenset[int], float] = {}
+
+    def J(cols: tuple[int, ...]) -> float:
+        key = frozenset(cols)
+        if key not in memo:
+            memo[key] = float(criterion(tuple(sorted(key))))
+        return memo[key]
+
+    return J
+
+
+def forward_search(criterion: Criterion, n_features: int, *, max_features: int | None = None) -> SearchPath:
+    """Sequential forward selection (SFS) on a subset criterion.
+
+    Each step adds the feature whose addition gives the largest J (ties: lowest index). Returns the nested
+    subsets of sizes 1..max_features (in the order features were added) and their criterion values.
+
+    Examples
+    --------
+    >>> J = lambda S: sum({0: 3.0, 1: 1.0, 2: 2.0}[j] for j in S)
+    >>> [s.tolist() for s in forward_search(J, 3, max_features=2).subsets]
+    [[0], [0, 2]]
+    """
+    D, m = _check_search_size(n_features, max_features)
+    J = _cached(criterion)
+    chosen: list[int] = []
+    subsets, values = [], []
+    for _ in range(m):
+        rest = [j for j in range(D) if j not in chosen]
+        vals = [J((*chosen, j)) for j in rest]
+        best = int(np.argmax(vals))
+        chosen.append(rest[best])
+        subsets.append(np.array(chosen))
+        values.append(vals[best])
+    return SearchPath(tuple(subsets), np.array(values))
+
+
+def floating_forward_search(criterion: Criterion, n_features: int, *, max_features: int | None = None) -> SearchPath:
+    """Sequential floating forward selection (SFFS; Pudil, Novovičová & Kittler 1994) with the Somol et al. fix.
+
+    After each inclusion (the SFS step) the search repeatedly removes the least useful feature of the current
+    subset, as long as that gives a subset strictly better than the best one recorded for the smaller size
+    (conditional exclusion; digest book_part3 §7.1). The fix of Somol, Pudil, Novovičová & Paclík (1999):
+    when an inclusion lands on a subset no better than the best already recorded for that size, the search
+    continues from the recorded one. The search stops when the current subset has ``max_features`` features
+    and returns, for each size, the best subset met (ties: the first met) and its criterion value.
+
+    Every recorded best only ever increases, so the search terminates. SFFS is a heuristic: it is not
+    guaranteed to reach the exhaustive optimum, nor, for arbitrary J, to beat SFS at every size (it usually
+    does, and it is never worse at size 1, where both search all singletons).
+
+    Examples
+    --------
+    Features 1 and 2 are weak alone but strong together; SFS commits to feature 0 and never finds the pair:
+
+    >>> table = {(0,): 1.0, (1,): 0.3, (2,): 0.3, (1, 2): 5.0}
+    >>> J = lambda S: table.get(S, sum(table.get((j,), 0.1) for j in S) + 2.0 * ({1, 2} <= set(S)))
+    >>> sorted(floating_forward_search(J, 4, max_features=3).subsets[1].tolist())
+    [1, 2]
+    >>> sorted(forward_search(J, 4, max_features=3).subsets[1].tolist())
+    [0, 1]
+    """
+    D, m = _check_search_size(n_features, max_features)
+    J = _cached(criterion)
+    best_val: dict[int, float] = {}
+    best_set: dict[int, tuple[int, ...]] = {}
+
+    def record(S: tuple[int, ...], value: float) -> bool:
+        k = len(S)
+        if k not in best_val or value > best_val[k]:
+            best_val[k], best_set[k] = value, S
+            return True
+        return False
+
+    current: tuple[int, ...] = ()
+    while len(current) < m:
+        # inclusion: the SFS step
+        rest = [j for j in range(D) if j not in current]
+        vals = [J((*current, j)) for j in rest]
+        b = int(np.argmax(vals))
+        current = (*current, rest[b])
+        if not record(current, vals[b]):
+            current = best_set[len(current)]  # Somol et al. (1999): resume from the best subset of this size
+        # conditional exclusion (Pudil et al. 1994): never below 2 features, where SFS's first step is exhaustive
+        while len(current) > 2:
+            drops = [current[:i] + current[i + 1:] for i in range(len(current))]
+            vals = [J(c) for c in drops]
+            b = int(np.argmax(vals))
+            if vals[b] > best_val[len(current) - 1]:
+                current = drops[b]
+                record(current, vals[b])
+            else:
+                break
+    sizes = range(1, m + 1)
+    return SearchPath(tuple(np.array(best_set[k]) for k in sizes), np.array([best_val[k] for k in sizes]))
+
+
+def exhaustive_search(criterion: Criterion, n_features: int, *, max_features: int | None = None) -> SearchPath:
+    """The best subset of each size 1..max_features by enumerating all of them (ties: first in lexical order).
+
+    Costs Σ_k C(D, k) evaluations: a reference for small problems only.
+
+    Examples
+    --------
+    >>> J = lambda S: -abs(sum(S) - 3)
+    >>> [s.tolist() for s in exhaustive_search(J, 4).subsets]
+    [[3], [0, 3], [0, 1, 2], [0, 1, 2, 3]]
+    """
+    from itertools import combinations
+
+    D, m = _check_search_size(n_features, max_features)
+    subsets, values = [], []
+    for k in range(1, m + 1):
+        best, best_v = None, -np.inf
+        for S in combinations(range(D), k):
+            v = float(criterion(S))
+            if best is None or v > best_v:
+                best, best_v = S, v
+        subsets.append(np.array(best))
+        values.append(best_v)
+    return SearchPath(tuple(subsets), np.array(values))
+
+
+def _cv_criterion(
+    X: Any, y: Any, evaluate: Callable[..., float], n_folds: Any, seed: Any
+) -> tuple[Criterion, int]:
+    """J(S) = ``n_folds``-fold stratified cross-validated accuracy of ``evaluate`` on columns S."""
+    Xv = as_continuous(X, name="X").values
+    codes, _ = as_labels(y, Xv.shape[0])
+    k = _check_folds(n_folds, Xv.shape[0])
+    folds = stratified_folds(codes, k, as_rng(seed))
+
+    def cv(cols: tuple[int, ...]) -> float:
+        c = list(cols)
+        return float(np.mean([
+            evaluate(Xv[folds != f][:, c], codes[folds != f], Xv[folds == f][:, c], codes[folds == f])
+            for f in range(k)
+        ]))
+
+    return cv, Xv.shape[1]
+
+
 def sequential_forward_selection(
     X: np.ndarray,
     y: np.ndarray,
@@ -270,40 +439,66 @@ def sequential_forward_selection(
     Each step adds the feature whose addition gives the highest inner-CV accuracy (ties: lowest index).
     Returns the nested subsets of sizes 1..max_features and their inner-CV accuracies ("method 0").
     """
-    Xv = as_continuous(X, name="X").values
-    codes, _ = as_labels(y, Xv.shape[0])
-    n, D = Xv.shape
-    k = _check_folds(n_folds, n)
-    m = D if max_features is None else int(max_features)
-    if not 1 <= m <= D:
-        raise DataError(f"max_features must lie in [1, {D}]; got {max_features!r}.")
-    folds = stratified_folds(codes, k, as_rng(seed))
+    J, D = _cv_criterion(X, y, evaluate, n_folds, seed)
+    return forward_search(J, D, max_features=max_features)
 
-    def cv(cols: list[int]) -> float:
-        return float(np.mean([
-            evaluate(Xv[folds != f][:, cols], codes[folds != f], Xv[folds == f][:, cols], codes[folds == f])
-            for f in range(k)
-        ]))
 
-    chosen: list[int] = []
-    subsets, inner = [], []
-    for _ in range(m):
-        rest = [j for j in range(D) if j not in chosen]
-        vals = [cv(chosen + [j]) for j in rest]
-        best = int(np.argmax(vals))
-        chosen.append(rest[best])
-        subsets.append(np.array(chosen))
-        inner.append(vals[best])
-    return SearchPath(tuple(subsets), np.array(inner))
+def sequential_floating_forward_selection(
+    X: np.ndarray,
+    y: np.ndarray,
+    evaluate: Callable[..., float] = nearest_neighbour_accuracy,
+    *,
+    n_folds: int = 5,
+    max_features: int | None = None,
+    seed: Any = None,
+) -> SearchPath:
+    """SFFS (:func:`floating_forward_search`) guided by ``n_folds``-fold cross-validated accuracy.
+
+    The search of Reunanen's Table 5 (SFFS + 1-NN). Returns the best subset of each size 1..max_features
+    met by the search and its inner-CV accuracy; the subsets need not be nested.
+    """
+    J, D = _cv_criterion(X, y, evaluate, n_folds, seed)
+    return floating_forward_search(J, D, max_features=max_features)
+
+
+SEARCHES: dict[str, Callable[..., SearchPath]] = {
+    "sfs": sequential_forward_selection,
+    "sffs": sequential_floating_forward_selection,
+}
+"""Named CV-guided searches accepted by :func:`nested_selection_scores` and :func:`cross_indexing_report`."""
+
+
+def _resolve_search(search: Any, evaluate: Callable[..., float], inner_folds: Any, seed: Any) -> Callable[..., Any]:
+    if isinstance(search, str):
+        if search not in SEARCHES:
+            raise DataError(f"search must be one of {sorted(SEARCHES)} or a callable; got {search!r}.")
+        fn = SEARCHES[search]
+        return lambda Xt, yt: fn(Xt, yt, evaluate, n_folds=inner_folds, seed=seed)
+    if not callable(search):
+        raise DataError(f"search must be one of {sorted(SEARCHES)} or a callable; got {type(search).__name__}.")
+    return search
+
+
+def _as_path(out: Any) -> SearchPath:
+    if isinstance(out, SearchPath):
+        return out
+    ranking = np.asarray(out)
+    if ranking.ndim != 1 or ranking.size == 0 or ranking.dtype.kind not in "iu":
+        raise DataError(
+            "search must return a SearchPath or a 1-D integer ranking of feature indices; got "
+            f"{type(out).__name__} with shape {getattr(ranking, 'shape', None)}."
+        )
+    return SearchPath(tuple(ranking[: i + 1] for i in range(ranking.size)))
 
 
 def nested_selection_scores(
     X: Any,
     y: Any,
-    search: Callable[..., Any] = sequential_forward_selection,
+    search: Callable[..., Any] | str = sequential_forward_selection,
     evaluate: Callable[..., float] = nearest_neighbour_accuracy,
     *,
     n_folds: int = 5,
+    inner_folds: int = 5,
     seed: Any = None,
 ) -> NestedScores:
     """Steps 1–3 of Reunanen's algorithms: the K × D matrix of outer-fold accuracies.
@@ -312,13 +507,17 @@ def nested_selection_scores(
     ----------
     X, y : arrays
         Data and class labels.
-    search : callable
+    search : callable or {"sfs", "sffs"}
         ``search(X_train, y_train) -> SearchPath`` or a 1-D ranking of feature indices (best first; the
-        subset of size i is its first i entries). The default is SFS with 5-fold inner CV and 1-NN.
+        subset of size i is its first i entries). The default is SFS with 5-fold inner CV and 1-NN. A name
+        runs :func:`sequential_forward_selection` or :func:`sequential_floating_forward_selection` with
+        ``evaluate``, ``inner_folds`` and ``seed``.
     evaluate : callable
         ``evaluate(X_train, y_train, X_test, y_test) -> accuracy``; default 1-NN.
     n_folds : int
         K, the number of outer folds (stratified).
+    inner_folds : int
+        Folds of the cross-validation guiding a named search.
     seed : int or Generator, optional
         Fold assignment.
 
@@ -335,18 +534,11 @@ def nested_selection_scores(
     codes, _ = as_labels(y, Xv.shape[0])
     k = _check_folds(n_folds, Xv.shape[0])
     folds = stratified_folds(codes, k, as_rng(seed))
+    search = _resolve_search(search, evaluate, inner_folds, seed)
     rows, paths = [], []
     for f in range(k):
         tr, te = folds != f, folds == f
-        out = search(Xv[tr], codes[tr])
-        if not isinstance(out, SearchPath):
-            ranking = np.asarray(out)
-            if ranking.ndim != 1 or ranking.size == 0 or ranking.dtype.kind not in "iu":
-                raise DataError(
-                    "search must return a SearchPath or a 1-D integer ranking of feature indices; got "
-                    f"{type(out).__name__} with shape {getattr(ranking, 'shape', None)}."
-                )
-            out = SearchPath(tuple(ranking[: i + 1] for i in range(ranking.size)))
+        out = _as_path(search(Xv[tr], codes[tr]))
         paths.append(out)
         rows.append([evaluate(Xv[tr][:, s], codes[tr], Xv[te][:, s], codes[te]) for s in out.subsets])
     lengths = {len(r) for r in rows}
@@ -369,3 +561,185 @@ def learning_curve(scores: Any, *, sizes: Any = None) -> Curve:
     """
     arr, size_arr, _ = _check_scores(scores, sizes, "mean", -1)
     return Curve(size_arr, arr.mean(axis=0), arr.std(axis=0, ddof=1) / np.sqrt(arr.shape[0]))
+
+
+# --------------------------------------------------------------------------------------------------
+# The complete report of Reunanen's experiments: methods 0–3, final subsets, δ^(e), δ^(t), Δ
+# --------------------------------------------------------------------------------------------------
+METHOD_NAMES = ("inner_cv", "outer_loop", "cross_index_a", "cross_index_b")
+"""Reunanen's methods 0 (the search's own inner-CV curve), 1 (Algorithm 1), 2 (A) and 3 (B)."""
+
+
+@dataclass(frozen=True)
+class MethodReport:
+    """One row of Reunanen's Tables 2–5 for one run.
+
+    Attributes
+    ----------
+    method : int
+        0 (inner CV of the search on all search data), 1 (outer loop), 2 (cross-indexing A), 3 (B).
+    name : str
+    size : float
+        d̂_i (for A and B the statistic of the per-fold sizes).
+    eta : float
+        η_i = 100 · d̂_i / D, D the number of features.
+    final_subset : array
+        Steps 7–8: the subset of size round(d̂_i) (the nearest size on the path, ties to the smaller) found by
+        the search run once on all search data.
+    delta_e : float
+        δ_i^(e): estimated accuracy at the chosen size minus that of the reference (full) set.
+    interval : (float, float)
+        Percentile bootstrap interval for δ_i^(e), resampling the K outer folds (NaN for method 0, which has
+        no folds). With K = 5 it is coarse: an indication of spread, not a calibrated interval.
+    delta_t : float
+        δ_i^(t): test accuracy of ``evaluate`` trained on all search data with ``final_subset`` minus the same
+        with the reference set (NaN without a test set).
+    bias : float
+        Δ_i = δ_i^(e) − δ_i^(t) (NaN without a test set).
+    """
+
+    method: int
+    name: str
+    size: float
+    eta: float
+    final_subset: np.ndarray
+    delta_e: float
+    interval: tuple[float, float]
+    delta_t: float
+    bias: float
+
+
+@dataclass(frozen=True)
+class CrossIndexingReport:
+    """Methods 0–3 of one run, with the K × D matrix and the search path on all search data."""
+
+    methods: tuple[MethodReport, ...]
+    nested: NestedScores
+    final_path: SearchPath
+
+    def table(self) -> str:
+        """Markdown table: method, d̂, η (%), δ^(e) with its interval, δ^(t), Δ (accuracies in points)."""
+        lines = ["| method | d̂ | η (%) | δ^(e) | interval | δ^(t) | Δ |", "|---|---|---|---|---|---|---|"]
+        for m in self.methods:
+            lines.append(
+                f"| {m.method} {m.name} | {m.size:.2f} | {m.eta:.0f} | {100 * m.delta_e:.1f} | "
+                f"[{100 * m.interval[0]:.1f}, {100 * m.interval[1]:.1f}] | {100 * m.delta_t:.1f} | "
+                f"{100 * m.bias:.1f} |"
+            )
+        return "\n".join(lines)
+
+
+def _fold_interval(gains: np.ndarray | None, fn: Callable[..., Any], n_boot: int, level: float,
+                   rng: np.random.Generator) -> tuple[float, float]:
+    if gains is None:
+        return (float("nan"), float("nan"))
+    idx = rng.integers(0, gains.size, size=(n_boot, gains.size))
+    boot = fn(gains[idx], axis=1)
+    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+    return (float(lo), float(hi))
+
+
+def cross_indexing_report(
+    X: Any,
+    y: Any,
+    search: Callable[..., Any] | str = "sffs",
+    evaluate: Callable[..., float] = nearest_neighbour_accuracy,
+    *,
+    X_test: Any = None,
+    y_test: Any = None,
+    n_folds: int = 5,
+    inner_folds: int = 5,
+    stat: str = "mean",
+    n_boot: int = 2000,
+    level: float = 0.9,
+    seed: Any = None,
+) -> CrossIndexingReport:
+    """Reunanen's complete protocol on one search set (digest book_part3 §7.2–7.5).
+
+    Steps 1–3 (:func:`nested_selection_scores`), the estimates of methods 1–3, method 0 from the search's own
+    inner-CV curve on all data, steps 7–8 (run the search once on all of ``X`` and take the subset of each
+    method's size) and, given a held-out ``X_test, y_test``, δ^(t) and the bias Δ = δ^(e) − δ^(t). The
+    reference is the last size of the path: the full set when the search runs to all features.
+
+    Parameters
+    ----------
+    X, y : arrays
+        The search (training) set.
+    search : {"sfs", "sffs"} or callable
+        As in :func:`nested_selection_scores`. Method 0 needs a path with ``inner_scores``.
+    evaluate : callable
+        ``evaluate(X_train, y_train, X_test, y_test) -> accuracy``.
+    X_test, y_test : arrays, optional
+        Held-out test set for δ^(t) and Δ.
+    n_folds, inner_folds : int
+        Outer folds K and the folds of the CV that guides a named search.
+    stat : {"mean", "median"}
+    n_boot, level : int, float
+        Bootstrap replicates over folds and coverage of the δ^(e) intervals.
+    seed : int or Generator, optional
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 4)); y = (X[:, 0] > 0).astype(int)
+    >>> Xt = rng.normal(size=(200, 4)); yt = (Xt[:, 0] > 0).astype(int)
+    >>> rep = cross_indexing_report(X, y, "sfs", X_test=Xt, y_test=yt, n_folds=3, inner_folds=3, seed=0)
+    >>> [m.name for m in rep.methods], rep.methods[2].final_subset.tolist()
+    (['inner_cv', 'outer_loop', 'cross_index_a', 'cross_index_b'], [0])
+    >>> rep.methods[2].delta_t > 0
+    True
+    """
+    Xv = as_continuous(X, name="X").values
+    codes, classes = as_labels(y, Xv.shape[0])
+    if stat not in STATISTICS:
+        raise DataError(f"stat must be one of {sorted(STATISTICS)}; got {stat!r}.")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise DataError(f"n_boot must be a positive integer; got {n_boot!r}.")
+    if not isinstance(level, (float, int)) or isinstance(level, bool) or not 0 < level < 1:
+        raise DataError(f"level must be a number in (0, 1); got {level!r}.")
+    if (X_test is None) != (y_test is None):
+        raise DataError("X_test and y_test must be given together (or neither); got only one of them.")
+    test: tuple[np.ndarray, np.ndarray] | None = None
+    if X_test is not None:
+        Xt = as_continuous(X_test, name="X_test").values
+        if Xt.shape[1] != Xv.shape[1]:
+            raise DataError(f"X_test must have the {Xv.shape[1]} columns of X; got {Xt.shape[1]}.")
+        yt = np.asarray(y_test)
+        if yt.shape != (Xt.shape[0],):
+            raise DataError(f"y_test must hold one label per row of X_test ({Xt.shape[0]}); got shape {yt.shape}.")
+        pos = np.clip(np.searchsorted(classes, yt), 0, classes.size - 1)
+        test = (Xt, np.where(classes[pos] == yt, pos, -1))  # a class unseen in y is never predicted
+    rng = as_rng(seed)
+    fn = STATISTICS[stat]
+    nested = nested_selection_scores(Xv, codes, search, evaluate, n_folds=n_folds, inner_folds=inner_folds, seed=rng)
+    final = _as_path(_resolve_search(search, evaluate, inner_folds, rng)(Xv, codes))  # step 7
+    sizes = nested.sizes
+    D = Xv.shape[1]
+
+    def subset_of(size: float) -> np.ndarray:  # step 8
+        return final.subsets[int(np.argmin(np.abs(sizes - np.round(size))))]
+
+    def test_gain(subset: np.ndarray) -> float:
+        if test is None:
+            return float("nan")
+        ref = final.subsets[-1]
+        return (evaluate(Xv[:, subset], codes, test[0][:, subset], test[1])
+                - evaluate(Xv[:, ref], codes, test[0][:, ref], test[1]))
+
+    rows: list[tuple[int, float, float, np.ndarray | None]] = []
+    if final.inner_scores is not None and len(final.inner_scores) == sizes.size:
+        inner = np.asarray(final.inner_scores)
+        i0 = int(np.argmax(inner))
+        rows.append((0, float(sizes[i0]), float(inner[i0] - inner[-1]), None))
+    for i, est_fn in enumerate((outer_loop_estimate, cross_index_a, cross_index_b), start=1):
+        est = est_fn(nested.scores, sizes=sizes, stat=stat)
+        rows.append((i, est.size, est.gain, est.fold_gains))
+    methods = []
+    for i, size, gain, gains in rows:
+        subset = subset_of(size)
+        dt = test_gain(subset)
+        methods.append(MethodReport(
+            i, METHOD_NAMES[i], size, 100.0 * size / D, subset, gain,
+            _fold_interval(gains, fn, int(n_boot), float(level), rng), dt, gain - dt,
+        ))
+    return CrossIndexingReport(tuple(methods), nested, final)

@@ -285,7 +285,10 @@ def relevance_test(records: ForestRecords, *, null: str = "midpoint", n_null_dra
     testable = n_f >= 2
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(testable, mean_diff * np.sqrt(n_f) / sd, 0.0)
-    t = np.nan_to_num(t, nan=0.0)  # sd = 0 and mean = 0: no evidence either way
+    # sd = 0 and mean = 0: no evidence either way (t = 0). sd = 0 and mean ≠ 0 (identical IG_diff at every node,
+    # e.g. perfect splits of nodes with the same class counts): t = ±inf, the limit, so p = 0 or 1; it used to
+    # become ±1.8e308, which overflowed the shadow null's moments (NaN p-values on NCI60)
+    t = np.where(np.isnan(t), 0.0, t)
     p = np.ones(F)
     p[testable] = stats.t.sf(t[testable], n_f[testable] - 1)
     return RelevanceTest(n_f.astype(np.int64), mean_gain, mean_exp, mean_diff, sd, t, p)
@@ -301,11 +304,12 @@ def _shadow_calibrated(test: RelevanceTest, F: int) -> RelevanceTest:
     a sample from the null; as in Efron's empirical null (Efron 2004, JASA 99:96), the real t_f is
     standardised by the shadows' mean and standard deviation and p_f = 1 − Φ(z_f).
     """
-    t_shadow = test.t[F:][test.n_nodes[F:] >= 2]
+    testable = test.n_nodes >= 2  # as in relevance_test
+    t_shadow = test.t[F:][testable[F:] & np.isfinite(test.t[F:])]  # the null's moments from finite t only
     centre = float(np.mean(t_shadow)) if t_shadow.size >= 2 else 0.0
     spread = float(np.std(t_shadow, ddof=1)) if t_shadow.size >= 2 else 1.0
     z = (test.t[:F] - centre) / max(spread, 1e-12)
-    p = np.where(test.n_nodes[:F] >= 2, stats.norm.sf(z), 1.0)
+    p = np.where(testable[:F], stats.norm.sf(z), 1.0)
     return RelevanceTest(
         test.n_nodes[:F], test.mean_gain[:F], test.mean_expected_gain[:F], test.mean_diff[:F], test.sd_diff[:F],
         z, p,

@@ -230,3 +230,28 @@ def test_multiclass_and_benjamini_hochberg():
     assert sum(bh.info["selected_ht"]) <= sum(fw.info["selected_ht"])
     sel = ForestRelevanceSelector(60, correction="bh", seed=1).fit(X, y)
     assert {4, 9} <= set(sel.get_support(indices=True))
+
+
+def test_zero_variance_records_give_the_limit_t_and_valid_p_values():
+    # Found by benchmarks/selection_suite.py on NCI60 (57 samples, 1000 genes): a feature split at ≥ 2 nodes
+    # with identical IG_diff has sd = 0, so t = ±inf; nan_to_num turned it into ±1.8e308, the shadow null's
+    # mean and sd overflowed, and forest_relevance raised ValueError in the BH step (p-values NaN). Now t keeps
+    # its limit ±inf (p = 0 or 1) and the shadow null's moments use the finite shadow t only.
+    from latentfs.select.forest import ForestRecords, _shadow_calibrated
+
+    rec = ForestRecords(
+        feature=np.array([0, 0, 1, 1, 1, 2, 2, 3, 3, 3]),
+        gain=np.array([0.9, 0.9, 0.5, 0.6, 0.7, 0.3, 0.3, 0.1, 0.2, 0.15]),
+        node_size=np.array([4, 4, 10, 20, 40, 4, 4, 30, 30, 30]),
+        tree_sizes=np.array([10]),
+        oob_error=0.0,
+        n_features=4,
+    )
+    res = relevance_test(rec)
+    assert not np.isnan(res.t).any() and np.all((res.p_value >= 0) & (res.p_value <= 1))
+    d = rec.gain - expected_irrelevant_gain(rec.node_size)
+    assert d[0] > 0 and res.t[0] == np.inf and res.p_value[0] == 0.0  # sd = 0, mean > 0: the limit of t
+    assert np.isfinite(res.t[[1, 3]]).all()
+    cal = _shadow_calibrated(res, 2)  # features 2, 3 as the shadows (2 has sd = 0 too)
+    assert not np.isnan(cal.t).any() and np.all((cal.p_value >= 0) & (cal.p_value <= 1))
+    assert cal.p_value[0] == 0.0 and np.isfinite(cal.t[1])
