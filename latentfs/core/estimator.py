@@ -271,21 +271,24 @@ class SaveLoadMixin:
 def _check_against_posterior(est: Any, arrays: list[str], where: str) -> None:
     """The saved learned arrays of a latent estimator must be what its saved ``posterior_`` gives (a file
     edited or damaged into other shapes or values would otherwise load and transform)."""
+    derived: dict[str, Any] = {}
     post = getattr(est, "posterior_", None)
-    if post is None or not hasattr(est, "_adopt"):
-        return
-    try:
-        ref = type(est)(**est.get_params(deep=False))._adopt(post)
-    except Exception:  # a family whose attributes cannot be re-derived without data: the shape check stands
-        return
+    if hasattr(est, "_derived_arrays"):  # estimators that keep their fit elsewhere (e.g. result_)
+        derived = est._derived_arrays()
+    elif post is not None and hasattr(est, "_adopt"):
+        try:
+            ref = type(est)(**est.get_params(deep=False))._adopt(post)
+        except Exception:  # a family whose attributes cannot be re-derived without data: the shape check stands
+            return
+        derived = {name: getattr(ref, name, None) for name in arrays}
     for name in arrays:
-        want = getattr(ref, name, None)
+        want = derived.get(name)
         if not isinstance(want, np.ndarray):
             continue
         got = getattr(est, name)
         if got.shape != want.shape or not np.array_equal(got, want, equal_nan=True):
             raise DataError(
-                f"{where} is inconsistent: {name} (shape {got.shape}) is not what its posterior_ gives (shape "
+                f"{where} is inconsistent: {name} (shape {got.shape}) is not what its fitted result gives (shape "
                 f"{want.shape}). Fit and save the estimator again."
             )
 

@@ -158,11 +158,15 @@ def test_estimators_refuse_bad_containers_with_a_data_error(bad, message):
         latentfs.FactorAnalyzer(1).fit(bad())
 
 
-@pytest.mark.parametrize("make", [lambda: latentfs.GaussianMixtureClusterer(2), lambda: latentfs.FactorAnalyzer(1)])
-def test_a_saved_estimator_whose_arrays_disagree_with_its_posterior_is_refused(tmp_path, make):
+@pytest.mark.parametrize("which", ["mixture", "factor", "plsa_transformer"])
+def test_a_saved_estimator_whose_arrays_disagree_with_its_posterior_is_refused(tmp_path, which):
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(80, 1)) * [1.0, 0.8, 0.6, 0.9] + 0.5 * rng.normal(size=(80, 4))
-    est = make().fit(Y)
+    if which == "plsa_transformer":
+        Y = latentfs.PLSA(2).simulate(40, 12, doc_length=50, seed=1)["counts"]
+        est = latentfs.PLSATransformer(2, max_iter=100).fit(Y)
+    else:
+        est = (latentfs.GaussianMixtureClusterer(2) if which == "mixture" else latentfs.FactorAnalyzer(1)).fit(Y)
     path = est.save(tmp_path / "est")
     np.testing.assert_array_equal(type(est).load(path).transform(Y), est.transform(Y))
     with np.load(path, allow_pickle=False) as f:
@@ -170,5 +174,5 @@ def test_a_saved_estimator_whose_arrays_disagree_with_its_posterior_is_refused(t
     key = next(k for k in members if k.startswith("attr/") and members[k].ndim >= 1)
     members[key] = np.concatenate([members[key], members[key][:1]])  # one extra row
     np.savez(path, **members)
-    with pytest.raises(DataError, match=r"is inconsistent: .* is not what its posterior_ gives"):
+    with pytest.raises(DataError, match=r"is inconsistent: .* is not what its fitted result gives"):
         type(est).load(path)

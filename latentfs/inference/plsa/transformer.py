@@ -121,8 +121,8 @@ class PLSATransformer(
             patience=self.patience, beta_decay=self.beta_decay, beta_min=self.beta_min, max_iter=self.max_iter,
             tol=self.tol, n_init=self.n_init, seed=self.seed, warn=False,
         )
-        self.components_ = self.result_.mean("topic_word")
-        self.doc_topic_ = self.result_.mean("doc_topic")
+        for name, value in self._derived_arrays().items():
+            setattr(self, name, value)
         self.n_iter_ = max(1, int(self.result_.diagnostics.get("n_iter", 1)))
         return self
 
@@ -134,6 +134,10 @@ class PLSATransformer(
     def _nonempty(X: Any) -> Any:
         """The documents of ``X`` that hold tokens (an empty one adds nothing to a per-token score)."""
         return X[np.asarray(X.sum(axis=1)).ravel() > 0]
+
+    def _derived_arrays(self) -> dict[str, np.ndarray]:
+        """The learned arrays, from the fitted result (also how a loaded file is checked for consistency)."""
+        return {"components_": self.result_.mean("topic_word"), "doc_topic_": self.result_.mean("doc_topic")}
 
     def transform(self, X: Any) -> np.ndarray:
         """Aspect features P(z | d) of ``X`` by fold-in (P(x | z) fixed)."""
