@@ -40,6 +40,7 @@ from pyro.poutine.util import site_is_subsample
 from torch.distributions import constraints
 
 from latentfs.core.data import DataError, check_n_components, check_positive
+from latentfs.core.pyro_context import pyro_scope
 
 __all__ = [
     "ConditionalGammaPoissonDCA",
@@ -348,7 +349,7 @@ class _DCABase:
     def _run_simulation(self, fn: Any, seed: int | None, **kwargs: Any) -> dict[str, np.ndarray]:
         seed = simulation_seed(seed)
         # A scoped RNG: the caller's global torch state is restored afterwards.
-        with torch.random.fork_rng(devices=[]):
+        with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
             if seed is not None:
                 torch.manual_seed(int(seed))
             with torch.no_grad():

@@ -44,6 +44,7 @@ from pyro.poutine.subsample_messenger import _Subsample
 from torch.distributions import constraints
 
 from latentfs.core.data import DataError, check_n_components, check_positive
+from latentfs.core.pyro_context import pyro_scope
 
 __all__ = ["FactorAnalysis", "LoadingConstraints", "MixtureOfFactorAnalyzers"]
 
@@ -378,7 +379,7 @@ def _integrated_data(
 
 def _run_scoped(fn: Any, seed: int | None, **kwargs: Any) -> dict[str, np.ndarray]:
     """Run ``fn`` under a scoped RNG (the caller's global torch state is restored)."""
-    with torch.random.fork_rng(devices=[]):
+    with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
         if seed is not None:
             torch.manual_seed(int(seed))
         with torch.no_grad():

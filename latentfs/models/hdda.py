@@ -47,6 +47,7 @@ import torch
 from pyro import poutine
 
 from latentfs.core.data import DataError, check_n_components, check_positive
+from latentfs.core.pyro_context import pyro_scope
 
 __all__ = ["HDDAModel", "polar_orthonormal"]
 
@@ -220,7 +221,7 @@ class HDDAModel:
         seed = simulation_seed(seed)
         fixed = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in (values or {}).items()}
         fn = poutine.condition(self.model, data=fixed) if fixed else self.model
-        with torch.random.fork_rng(devices=[]):
+        with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
             if seed is not None:
                 torch.manual_seed(int(seed))
             with torch.no_grad():

@@ -48,6 +48,7 @@ from pyro import poutine
 from torch.distributions import constraints
 
 from latentfs.core.data import DataError, as_continuous, check_int, check_seed
+from latentfs.core.pyro_context import pyro_scope
 
 __all__ = ["LatentTrait", "n_free_parameters"]
 
@@ -311,7 +312,7 @@ class LatentTrait:
 
 def _run_scoped(fn: Any, seed: int | None, **kwargs: Any) -> dict[str, np.ndarray]:
     """Run ``fn`` under a scoped RNG (the caller's global torch state is restored); its sample sites."""
-    with torch.random.fork_rng(devices=[]):
+    with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
         if seed is not None:
             torch.manual_seed(int(seed))
         with torch.no_grad():

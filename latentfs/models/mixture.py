@@ -39,6 +39,7 @@ import torch
 from pyro import poutine
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
+from latentfs.core.pyro_context import pyro_scope
 
 __all__ = ["GaussianMixture", "LatentClass", "LatentProfile", "COVARIANCE_TYPES", "PRIOR_RIDGE"]
 
@@ -68,7 +69,7 @@ def _run_scoped(fn: Any, seed: Any, **kwargs: Any) -> dict[str, np.ndarray]:
     from latentfs.models.dca import simulation_seed
 
     seed = simulation_seed(seed)  # an int ≥ 0 or None; 1.5, -1 and "abc" are DataErrors
-    with torch.random.fork_rng(devices=[]):
+    with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
         if seed is not None:
             torch.manual_seed(int(seed))
         with torch.no_grad(), warnings.catch_warnings():

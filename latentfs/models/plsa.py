@@ -38,6 +38,7 @@ import torch
 from pyro import poutine
 
 from latentfs.core.data import DataError, as_counts, check_n_components, check_positive
+from latentfs.core.pyro_context import pyro_scope
 
 __all__ = ["PLSA", "tokens_from_counts"]
 
@@ -146,7 +147,7 @@ class PLSA:
             raise DataError(f"doc_length must hold positive integers; got {doc_length!r}.")
         a = float(check_positive(doc_concentration, "doc_concentration"))
         b = float(check_positive(word_concentration, "word_concentration"))
-        with torch.random.fork_rng(devices=[]):
+        with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
             if seed is not None:
                 torch.manual_seed(int(seed))
             dt = torch.float64
