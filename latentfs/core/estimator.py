@@ -181,23 +181,15 @@ class SaveLoadMixin:
     def load(cls, path: str | Path, *, max_bytes: float | None = None) -> Any:
         """Read an estimator written by :meth:`save` of this class; ``max_bytes`` bounds the inflated size
         (default half the available memory), as in :func:`latentfs.load`."""
-        from latentfs.core.results import _npz_path
+        from latentfs.core.results import open_saved
 
-        path = Path(path)
-        if not path.exists() and path.suffix != ".npz" and _npz_path(path).exists():
-            path = _npz_path(path)
-        if not path.is_file():
-            what = "is a directory" if path.is_dir() else "does not exist"
-            raise DataError(f"path must be a file written by {cls.__name__}.save; {str(path)!r} {what}.")
-        try:
-            return cls._load_checked(path, max_bytes)
-        except DataError:
-            raise
-        except (Exception, RecursionError) as exc:  # every other failure is a damaged or foreign file
-            raise DataError(
-                f"{str(path)!r} is not a readable {cls.__name__} file ({type(exc).__name__}: {exc}). It may be "
-                "truncated or corrupted: fit and save the estimator again."
-            ) from None
+        return open_saved(
+            path,
+            lambda p: cls._load_checked(p, max_bytes),
+            writer=f"{cls.__name__}.save",
+            kind=cls.__name__,
+            remedy="fit and save the estimator again",
+        )
 
     @classmethod
     def _load_checked(cls, path: Path, max_bytes: float | None) -> Any:

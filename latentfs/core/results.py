@@ -608,21 +608,13 @@ class Posterior:
         (truncated, corrupted, not a latentfs file, inconsistent shapes) raises one
         :class:`~latentfs.core.data.DataError` that says what is wrong. Nothing is ever unpickled.
         """
-        path = Path(path)
-        if not path.exists() and path.suffix != ".npz" and _npz_path(path).exists():
-            path = _npz_path(path)
-        if not path.is_file():
-            what = "is a directory" if path.is_dir() else "does not exist"
-            raise DataError(f"path must be a file written by Posterior.save; {str(path)!r} {what}.")
-        try:
-            return cls._load_checked(path, max_bytes)
-        except DataError:
-            raise
-        except (Exception, RecursionError) as exc:  # every other failure is a damaged or foreign file
-            raise DataError(
-                f"{str(path)!r} is not a readable latentfs Posterior file ({type(exc).__name__}: {exc}). "
-                "It may be truncated or corrupted: save the result again."
-            ) from None
+        return open_saved(
+            path,
+            lambda p: cls._load_checked(p, max_bytes),
+            writer="Posterior.save",
+            kind="latentfs Posterior",
+            remedy="save the result again",
+        )
 
     @classmethod
     def _load_checked(cls, path: Path, max_bytes: float | None) -> Posterior:
@@ -698,6 +690,27 @@ class Posterior:
 
 
 _MAX_INFLATION = 200
+
+
+def open_saved(path: str | Path, read: Any, *, writer: str, kind: str, remedy: str) -> Any:
+    """Read a file written by ``writer`` with ``read(path)``: the ``.npz`` suffix may be left off, and every
+    failure that is not already a :class:`DataError` (truncated, corrupted or foreign file) becomes one
+    that names the file and ``remedy``. Shared by :meth:`Posterior.load` and the estimators' ``load``."""
+    path = Path(path)
+    if not path.exists() and path.suffix != ".npz" and _npz_path(path).exists():
+        path = _npz_path(path)
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise DataError(f"path must be a file written by {writer}; {str(path)!r} {what}.")
+    try:
+        return read(path)
+    except DataError:
+        raise
+    except (Exception, RecursionError) as exc:  # every other failure is a damaged or foreign file
+        raise DataError(
+            f"{str(path)!r} is not a readable {kind} file ({type(exc).__name__}: {exc}). It may be truncated or "
+            f"corrupted: {remedy}."
+        ) from None
 
 # The estimator of each model family: (module, class, its parameters from the result's hyperparameters).
 _ESTIMATORS: dict[str, tuple[str, str, Any]] = {
