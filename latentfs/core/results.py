@@ -27,6 +27,8 @@ __all__ = ["Posterior", "load", "split_rhat"]
 # at least 100 per chain before the draws are used.
 RHAT_MAX = 1.01
 ESS_PER_CHAIN = 100
+# A chain whose mean log joint is this many within-chain sds below the best chain's sits in another mode.
+CHAIN_GAP_SDS = 5.0
 # At most this many entries of a site are checked with ArviZ (~1.3 ms an entry): the ones with the largest
 # posterior means, which are the ones people read (topic words, loadings), plus a regular sample of the rest.
 _CHECK_ENTRIES = 400
@@ -467,8 +469,49 @@ class Posterior:
                         ConvergenceWarning,
                         stacklevel=2,
                     )
+        modes = self._chain_modes()
+        if modes is not None:
+            self.diagnostics["chain_modes"] = modes
+            if warn and modes["poorer_chains"]:
+                pairs = zip(modes["poorer_chains"], modes["gaps"], strict=True)
+                gaps = ", ".join(f"chain {c} by {g:.4g}" for c, g in pairs)
+                warnings.warn(
+                    f"{self.method} on {self.model}: some chains sit in poorer modes than the best chain (mean log "
+                    f"joint below it: {gaps}; within-chain sd at most {modes['within_sd']:.3g}). In a latent model "
+                    "this usually means a component lost or duplicated, and a longer warm-up rarely frees the chain; "
+                    "means over chains mix the modes. Compare the chains (result.trace), run more chains, or refit "
+                    "with another seed.",
+                    ConvergenceWarning,
+                    stacklevel=2,
+                )
         self.diagnostics["convergence"] = out
         return out
+
+    def _chain_modes(self) -> dict[str, Any] | None:
+        """Chains stuck in separate modes, from the log joint of the kept draws (``sample_stats["lp"]``).
+
+        A chain is "poorer" when its mean log joint is below the best chain's by more than
+        ``CHAIN_GAP_SDS`` within-chain standard deviations (the largest over the two chains, and at least
+        one nat): chains in one mode differ in mean by a fraction of an sd. Label-free, so it sees what
+        relabelling cannot fix (a component lost in one chain and split in two in another). None when
+        there is no log joint or fewer than two chains.
+        """
+        lp = self.sample_stats.get("lp")
+        if lp is None:
+            return None
+        lp = np.asarray(lp, dtype=np.float64)
+        if lp.ndim != 2 or lp.shape[0] < 2 or lp.shape[1] < 2 or not np.isfinite(lp).all():
+            return None
+        means, sds = lp.mean(1), lp.std(1, ddof=1)
+        best = int(np.argmax(means))
+        poorer, gaps = [], []
+        for c in range(lp.shape[0]):
+            gap = float(means[best] - means[c])
+            if c != best and gap > max(CHAIN_GAP_SDS * max(sds[best], sds[c]), 1.0):
+                poorer.append(c)
+                gaps.append(gap)
+        return {"mean_log_joint": means.tolist(), "within_sd": float(sds.max()), "best_chain": best,
+                "poorer_chains": poorer, "gaps": gaps}
 
     # ------------------------------------------------------------------ summaries
     def rhat(self, site: str) -> np.ndarray:

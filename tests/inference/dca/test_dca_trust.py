@@ -75,6 +75,41 @@ def test_samplers_learn_alpha_and_average_chain_outputs_after_relabelling(plante
     assert np.abs(implied - result.mean("doc_topic")).mean() < 0.03  # before: 0.27
 
 
+def test_on_short_documents_a_chain_in_a_poorer_mode_is_named_and_the_others_recover_alpha(planted):
+    # Issue 12's "sampler α biased on 60-token documents" was not a learning bias: one of two chains lands in a
+    # mode whose log joint is ~5000 nats lower (the α = 0.1 component lost, the α = 1 one split in two) and
+    # stays there (fixed α too; sequential starts and a 1000-sweep warm-up do not free it), so the chain mean
+    # of α came out [0.23-0.38, 0.37, 0.80-0.84]. Now: every chain either recovers α or is named as sitting in
+    # a poorer mode, with a ConvergenceWarning that says so. Deterministic given the seed (no statistical test).
+    X, truth = planted
+    with pytest.warns(ConvergenceWarning) as caught:
+        result = latentfs.fit(latentfs.DirichletDCA(3, alpha=1.0, gamma=0.1), X, method="collapsed_gibbs", seed=0,
+                              num_chains=3, store=("topic_word",))
+    modes = result.diagnostics["chain_modes"]
+    poorer = set(modes["poorer_chains"])
+    assert poorer and len(poorer) < 3  # measured: one chain of three here, 4700-5100 nats below the best
+    assert any("poorer modes" in str(w.message) for w in caught)
+    trace, draws = result.extras["alpha_trace"], result.samples("topic_word")
+    for c in range(3):
+        if c in poorer:
+            continue
+        perm, _ = matching_permutation(truth, draws[c].mean(0))
+        _assert_alpha_recovered(trace[c, -1][perm])
+
+
+def test_chain_mode_check_flags_only_a_separated_chain():
+    from latentfs.core.results import Posterior
+
+    rng = np.random.default_rng(0)
+    same = rng.normal(-100.0, 2.0, size=(3, 200))  # three chains in one mode
+    apart = same.copy()
+    apart[1] -= 40.0  # 20 sds below
+    for lp, flagged in ((same, []), (apart, [1])):
+        post = Posterior(model="m", method="gibbs", dims={"x": ("d",)}, coords={"d": [0, 1]},
+                         trace=lp, draws={"x": rng.normal(size=(3, 200, 2))}, sample_stats={"lp": lp})
+        assert post._chain_modes()["poorer_chains"] == flagged
+
+
 def test_gibbs_convergence_gate_warns_about_short_runs(planted):
     X, _ = planted
     with pytest.warns(ConvergenceWarning):
