@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import chain_generators, run_optimizer
+from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
 from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
@@ -235,6 +235,7 @@ def fit_cgp_vb(
     init: CGPState | None = None,
     callback: Any = None,
     learn_after: int = 20,
+    n_init: int = 1,
 ) -> Posterior:
     """Fit a CGP model by the spike-and-slab mean field (module docstring); ``fit(model, X, method="vb")``.
 
@@ -256,7 +257,10 @@ def fit_cgp_vb(
     num_draws : int
         Draws from q(l) stored as the ``doc_scores`` site (its spike at zero is not a fitted family).
     init : CGPState, optional
-        Warm start.
+        Warm start (used by the first start).
+    n_init : int
+        Starts from independent random initialisations (the seed's streams); the one with the highest final
+        objective is kept, and the others' objectives are in ``diagnostics["restart_objectives"]``.
 
     Returns
     -------
@@ -284,39 +288,50 @@ def fit_cgp_vb(
     learn = check_learn(model, learn_rho=learn_rho)
     if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
         raise DataError(f"learn_after must be a non-negative integer (cycles before learning); got {learn_after!r}.")
-    max_iter, tol, inner_iters, num_draws, seed = check_options(
-        max_iter=max_iter, tol=tol, inner_iters=inner_iters, num_draws=num_draws, seed=seed
+    max_iter, tol, inner_iters, num_draws, n_init, seed = check_options(
+        max_iter=max_iter, tol=tol, inner_iters=inner_iters, num_draws=num_draws, n_init=n_init, seed=seed
     )
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = cast(ConditionalGammaPoissonDCA, resolve_model(model, data))
-    hyper = _cgp_hyper(model, data)
-    gen = chain_generators(seed, 1, device)[0]
-    if init is None:
-        state = cgp_vb_init(model, data, gen)
-    else:
+    hyper0 = _cgp_hyper(model, data)
+    gens = chain_generators(seed, n_init, device)
+    if init is not None:
         expect = ((data.n_documents, model.n_components), (model.n_components, data.n_features))
         if (tuple(init.doc_shape.shape), tuple(init.topic_word.shape)) != expect:
             raise DataError(f"init must hold doc_shape {expect[0]} and topic_word {expect[1]}; got other shapes.")
-        state = init
-    bounds: list[float] = []
-    rho_trace: list[np.ndarray] = []
 
-    def step(s: CGPState) -> tuple[CGPState, float]:
-        new, objective, bound = cgp_vb_step(model, data, s, hyper, inner_iters)
-        bounds.append(bound)
-        if learn:
-            if len(bounds) > learn_after:
-                hyper["rho"] = zero_fraction(q_zero_probability(new, hyper), floor=RHO_FLOOR)
-            rho_trace.append(hyper["rho"].cpu().numpy().copy())
-        return new, objective
+    def one(r: int) -> OptimizerRun:
+        state = init if (init is not None and r == 0) else cgp_vb_init(model, data, gens[r])
+        hyper = dict(hyper0)
+        bounds: list[float] = []
+        rho_trace: list[np.ndarray] = []
 
-    run = run_optimizer(
-        state, step, max_iter=max_iter, tol=tol, desc="ConditionalGammaPoissonDCA VB", progress=progress, warn=warn,
-        remedies="raise max_iter, loosen tol, or use inner_iters > 1", callback=callback,
-    )
+        def step(s: CGPState) -> tuple[CGPState, float]:
+            new, objective, bound = cgp_vb_step(model, data, s, hyper, inner_iters)
+            bounds.append(bound)
+            if learn:
+                if len(bounds) > learn_after:
+                    hyper["rho"] = zero_fraction(q_zero_probability(new, hyper), floor=RHO_FLOOR)
+                rho_trace.append(hyper["rho"].cpu().numpy().copy())
+            return new, objective
+
+        run = run_optimizer(
+            state, step, max_iter=max_iter, tol=tol, desc="ConditionalGammaPoissonDCA VB", progress=progress,
+            warn=False, callback=callback,
+        )
+        run.info.update(hyper=hyper, bounds=bounds, rho_trace=rho_trace)
+        return run
+
+    run, runs = run_restarts(n_init, one, warn=warn, desc="ConditionalGammaPoissonDCA VB",
+                             remedies="raise max_iter, loosen tol, or use inner_iters > 1")
+    hyper, bounds, rho_trace = run.info["hyper"], run.info["bounds"], run.info["rho_trace"]
+    gen = gens[0]
     if learn:
         model = with_hyperparameters(model, rho=hyper["rho"])
-    return _posterior(model, data, run, hyper, bounds, rho_trace, num_draws, gen)
+    post = _posterior(model, data, run, hyper, bounds, rho_trace, num_draws, gen)
+    post.diagnostics["restart_objectives"] = [r.objective for r in runs]
+    post.diagnostics["n_init"] = n_init
+    return post
 
 
 def _posterior(
