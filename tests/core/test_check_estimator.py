@@ -69,6 +69,9 @@ CONFORMING = [
     _sub.PLSVIPSelector(2, n_bootstrap=10),
     _sub.RandomHyperplaneWeakLearner(0.1),
     latentfs.LatentTraitAnalyzer(1, n_bins=3, max_iter=50),
+    _sub.InfoMaxProjection(max_iter=3, inner_steps=2),
+    _sub.HyperbolicPCA(kernel="rbf"),
+    _sub.HyperbolicPCA(kernel="linear"),
 ]
 
 # Expected failures, at most two per estimator, with the reason.
