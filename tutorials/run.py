@@ -36,6 +36,8 @@ MIN_FIGURES = {
     "07_hidden_markov_models": 4,
     "08_latent_trait": 4,
     "09_hidden_markov_random_fields": 4,
+    "11_infomax": 4,
+    "13_hyperbolic_pca": 4,
 }
 
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
