@@ -7,7 +7,9 @@ Points are rows; a projection maps x ↦ s · x A with A an N × d random matrix
 
 Matrix kinds (a dict of samplers, :data:`PROJECTION_KINDS`): ``"gaussian"``, ``"rademacher"`` (±1),
 ``"achlioptas"`` (the sparse √3·{+1 w.p. 1/6, 0 w.p. 2/3, −1 w.p. 1/6}; stored as a scipy sparse
-matrix) and ``"orthogonal"`` (d orthonormal columns; unbiased only with s = √(N/d)).
+matrix), all three drawn by scikit-learn's random projections, and ``"orthogonal"`` (d orthonormal columns;
+unbiased only with s = √(N/d)). What latentfs adds is Blum's bound (:func:`jl_min_dim` with its forms,
+:func:`jl_failure_bound`), the maps to more dimensions than features, and the distance-keeping score.
 """
 
 from __future__ import annotations
@@ -34,18 +36,27 @@ __all__ = [
 
 
 
-def _gaussian(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    return rng.standard_normal((n, d))
+def _sklearn_matrix(kind: str, rng: np.random.Generator, n: int, d: int) -> Any:
+    """The scaled N × d matrix from scikit-learn's random projections (its matrices are d × N, already scaled by
+    1/√d): Gaussian N(0, 1/d) entries, or the sparse ±√(1/density)/√d entries of Li, Hastie & Church (2006),
+    which are Achlioptas's √3·{±1 w.p. 1/6, 0 w.p. 2/3} at density 1/3 and Rademacher ±1 at density 1."""
+    import warnings
 
+    from sklearn.exceptions import DataDimensionalityWarning
+    from sklearn.random_projection import GaussianRandomProjection, SparseRandomProjection
 
-def _rademacher(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    return rng.choice(np.array([-1.0, 1.0]), size=(n, d))
-
-
-def _achlioptas(rng: np.random.Generator, n: int, d: int) -> sp.csr_matrix:
-    u = rng.random((n, d))
-    vals = np.where(u < 1 / 6, 1.0, np.where(u < 1 / 3, -1.0, 0.0)) * np.sqrt(3.0)
-    return sp.csr_matrix(vals)
+    state = int(rng.integers(2**31 - 1))
+    if kind == "gaussian":
+        proj: Any = GaussianRandomProjection(d, random_state=state)
+    else:
+        proj = SparseRandomProjection(d, density=1 / 3 if kind == "achlioptas" else 1.0, random_state=state)
+    with warnings.catch_warnings():  # Blum's maps may go to more dimensions than there are features
+        warnings.simplefilter("ignore", DataDimensionalityWarning)
+        proj.fit(sp.csr_matrix((1, n)))
+    A = proj.components_.T
+    if kind == "achlioptas":
+        return sp.csr_matrix(A)
+    return A.toarray() if sp.issparse(A) else np.asarray(A)
 
 
 def _orthogonal(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -55,16 +66,17 @@ def _orthogonal(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
             "Use an i.i.d. kind (gaussian, rademacher, achlioptas) to map to more dimensions."
         )
     q, r = np.linalg.qr(rng.standard_normal((n, d)))
-    return q * np.sign(np.diag(r))  # Haar-distributed orthonormal columns
+    return q * np.sign(np.diag(r)) * np.sqrt(n / d)  # Haar-distributed orthonormal columns, scaled to be unbiased
 
 
-PROJECTION_KINDS: dict[str, tuple[Callable[..., Any], Callable[[int, int], float]]] = {
-    "gaussian": (_gaussian, lambda n, d: 1 / np.sqrt(d)),
-    "rademacher": (_rademacher, lambda n, d: 1 / np.sqrt(d)),
-    "achlioptas": (_achlioptas, lambda n, d: 1 / np.sqrt(d)),
-    "orthogonal": (_orthogonal, lambda n, d: np.sqrt(n / d)),
+PROJECTION_KINDS: dict[str, Callable[[np.random.Generator, int, int], Any]] = {
+    "gaussian": lambda rng, n, d: _sklearn_matrix("gaussian", rng, n, d),
+    "rademacher": lambda rng, n, d: _sklearn_matrix("rademacher", rng, n, d),
+    "achlioptas": lambda rng, n, d: _sklearn_matrix("achlioptas", rng, n, d),
+    "orthogonal": _orthogonal,
 }
-"""kind → (sampler of the N × d matrix, the scale s that makes E‖u′ − v′‖² = ‖u − v‖²)."""
+"""kind → sampler of the scaled N × d matrix s·A with E‖u′ − v′‖² = ‖u − v‖² (s = 1/√d for the i.i.d. kinds, drawn
+by scikit-learn's ``GaussianRandomProjection`` / ``SparseRandomProjection``; s = √(N/d) for orthonormal columns)."""
 
 
 def random_projection_matrix(n_features: int, n_components: int, kind: str = "gaussian", *, seed: Any = None) -> Any:
@@ -80,8 +92,7 @@ def random_projection_matrix(n_features: int, n_components: int, kind: str = "ga
         raise DataError(f"kind must be one of {sorted(PROJECTION_KINDS)}; got {kind!r}.")
     n = check_n_components(n_features, 10**12, name="n_features")
     d = check_n_components(n_components, 10**12, name="n_components")
-    sampler, scale = PROJECTION_KINDS[kind]
-    return sampler(as_rng(seed), n, d) * scale(n, d)
+    return PROJECTION_KINDS[kind](as_rng(seed), n, d)
 
 
 def jl_failure_bound(eps: float, n_components: int) -> float:
