@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from pyro import poutine
 from scipy import integrate
 
 import latentfs
@@ -28,6 +27,7 @@ from latentfs.inference.dca.vb import VBState, vb_step
 from latentfs.inference.dca.vb import _hyper as vb_hyper
 from latentfs.models import ConditionalGammaPoissonDCA
 from latentfs.models.dca import GammaPoissonDCA
+from latentfs.testing import pyro_log_density
 
 TINY_X = np.array([[2, 1, 0], [0, 1, 3], [1, 1, 1], [0, 0, 1]])
 
@@ -46,17 +46,15 @@ def test_log_joint_equals_pyro_trace_with_zero_scores(rng):
     scores[1, 0] = 0.0  # a component switched off in document 1
     scores[3, 1] = 0.0
     values = {"topic_word": theta, "active": (scores > 0).double(), "doc_scores": scores}
-    conditioned = poutine.condition(model.model, values)
-    trace = poutine.trace(conditioned).get_trace(torch.as_tensor(TINY_X, dtype=torch.float64))
-    assert float(log_joint(model, data, theta, scores)) == pytest.approx(float(trace.log_prob_sum()), rel=1e-12)
+    expected = pyro_log_density(model.model, values, torch.as_tensor(TINY_X, dtype=torch.float64))
+    assert float(log_joint(model, data, theta, scores)) == pytest.approx(expected, rel=1e-12)
 
 
 def _augmented_logp(model, active, score, V, theta):
     """log p(θ, active, l, c, V) of a one-document, one-component augmented model."""
     values = {"topic_word": torch.as_tensor(theta), "active": torch.tensor([[float(active)]]),
               "doc_scores": torch.tensor([[float(score)]])}
-    cond = poutine.condition(model.augmented_model, values)
-    return float(poutine.trace(cond).get_trace(torch.as_tensor(V, dtype=torch.float64)).log_prob_sum())
+    return pyro_log_density(model.augmented_model, values, torch.as_tensor(V, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("c_split", [(0, 0), (2, 1)])

@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from pyro import poutine
 
 import latentfs
 from latentfs.core.data import DataError
@@ -22,6 +21,7 @@ from latentfs.inference.dca.em import (
     plsi_step,
 )
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
+from latentfs.testing import pyro_log_density
 
 
 @pytest.fixture(scope="module")
@@ -121,8 +121,7 @@ def test_raw_lee_seung_normalised_at_the_end_has_scores_summing_to_length(corpus
 
 
 def _pyro_log_joint(model, counts, site_values):
-    traced = poutine.trace(poutine.condition(model.model, data=site_values)).get_trace(torch.as_tensor(counts))
-    return float(traced.log_prob_sum())
+    return pyro_log_density(model.model, site_values, torch.as_tensor(counts))
 
 
 @pytest.mark.parametrize("family", ["dm", "gap"])

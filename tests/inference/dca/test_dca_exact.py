@@ -10,7 +10,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from pyro import poutine
 
 from latentfs.inference.dca.common import doc_loglik, log_joint, prepare, resolve_model
 from latentfs.inference.dca.gibbs import (
@@ -33,6 +32,7 @@ from latentfs.inference.dca.vb import (
     vb_step,
 )
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA, MultinomialCounts
+from latentfs.testing import pyro_log_density
 
 TINY_X = np.array([[2, 1, 0], [0, 1, 3], [1, 1, 1]])  # J = 3, L ≤ 4: V is enumerable
 
@@ -58,10 +58,9 @@ def test_log_joint_equals_pyro_trace(model, rng):
     else:
         latent = torch.as_tensor(rng.gamma(2.0, size=(3, 2)))
     values = {"topic_word": theta, model.doc_site: latent}
-    trace = poutine.trace(poutine.condition(model.model, values)).get_trace(torch.as_tensor(TINY_X, dtype=torch.float64))
-    expected = trace.log_prob_sum()
-    got = log_joint(model, data, theta, latent)
-    assert torch.allclose(got, expected, rtol=1e-12, atol=1e-10)
+    expected = pyro_log_density(model.model, values, torch.as_tensor(TINY_X, dtype=torch.float64))
+    got = float(log_joint(model, data, theta, latent))
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-10)
 
 
 def test_multinomial_counts_matches_torch_multinomial(rng):
@@ -239,8 +238,7 @@ def _augmented_trace_logp(model, theta, latent, V):
     """log p(Θ, latent, c, V) from the declared augmented model, V of shape (I, K, J)."""
     values = {"topic_word": torch.as_tensor(theta), "doc_topic" if isinstance(model, DirichletDCA) else "doc_scores":
               torch.as_tensor(latent if isinstance(model, GammaPoissonDCA) else latent[:, None, :])}
-    cond = poutine.condition(model.augmented_model, values)
-    return float(poutine.trace(cond).get_trace(torch.as_tensor(V, dtype=torch.float64)).log_prob_sum())
+    return pyro_log_density(model.augmented_model, values, torch.as_tensor(V, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("model", _models(), ids=["dm", "gap"])

@@ -6,7 +6,6 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from pyro import poutine
 from scipy.special import betaln, gammaln
 
 import latentfs
@@ -14,6 +13,7 @@ from latentfs.core.data import DataError
 from latentfs.inference.mixture.em import family_for, log_joint_components, responsibilities
 from latentfs.inference.mixture.gibbs import conjugate_posterior, prior_tensors, sample_parameters, sample_wishart
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
+from latentfs.testing import pyro_log_density
 
 COV_TYPES = ["full", "tied", "diag", "spherical", "tied_diag"]
 
@@ -73,8 +73,7 @@ def _log_joint_trace(model, X, z, values):
     if not (isinstance(model, LatentClass) and not model.binary):
         zz = zz[:, None]
     cond = {**values, "assignment": zz}
-    tr = poutine.trace(poutine.condition(model.model, cond)).get_trace(torch.as_tensor(X))
-    return float(tr.log_prob_sum())
+    return pyro_log_density(model.model, cond, torch.as_tensor(X))
 
 
 MODELS = [GaussianMixture(3, covariance_type=ct, mean_precision=0.1) for ct in COV_TYPES] + [

@@ -4,7 +4,6 @@ model (statistical), closed-form KL, and agreement with EM on large samples (rec
 import numpy as np
 import pytest
 import torch
-from pyro import poutine
 
 import latentfs
 from latentfs.core.data import DataError
@@ -12,6 +11,7 @@ from latentfs.inference.mixture.em import INITIALISATIONS, family_for, log_joint
 from latentfs.inference.mixture.gibbs import conjugate_posterior, prior_tensors, sample_parameters, sample_wishart
 from latentfs.inference.mixture.vb import expected_log_component, kl_wishart, vb_step
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
+from latentfs.testing import pyro_log_density
 
 COV_TYPES = ["full", "tied", "diag", "spherical", "tied_diag"]
 PARAM_SITES = ("weights", "means", "precision", "item_probs")
@@ -90,12 +90,8 @@ def _log_prior_pyro(model, X, fam, th):
     z = torch.zeros(X.shape[0], dtype=torch.long)
     if not (fam.kind == "categorical"):
         z = z[:, None]
-    tr = poutine.trace(poutine.condition(model.model, {**vals, "assignment": z})).get_trace(torch.as_tensor(X))
-    return sum(
-        float(s["fn"].log_prob(s["value"]).sum())
-        for n, s in tr.nodes.items()
-        if s["type"] == "sample" and n.startswith(PARAM_SITES)
-    )
+    return pyro_log_density(model.model, {**vals, "assignment": z}, torch.as_tensor(X),
+                            sites=[n for n in vals if n.startswith(PARAM_SITES)])
 
 
 @pytest.mark.slow
