@@ -47,6 +47,7 @@ from latentfs.models import (
     LatentTrait,
     LoadingConstraints,
     MixtureOfFactorAnalyzers,
+    UnivariateMixtureK,
 )
 
 __version__ = "0.1.0"
@@ -81,6 +82,7 @@ __all__ = [
     "LatentTraitAnalyzer",
     "LoadingConstraints",
     "MixtureOfFactorAnalyzers",
+    "UnivariateMixtureK",
     "MixtureSeparationSelector",
     "PLSA",
     "PLSAEstimator",

@@ -6,7 +6,7 @@ from latentfs.models.hdda import HDDAModel
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM
 from latentfs.models.hmrf import HiddenPotts
 from latentfs.models.latent_trait import LatentTrait
-from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
+from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile, UnivariateMixtureK
 from latentfs.models.plsa import PLSA
 
 __all__ = [
@@ -25,4 +25,5 @@ __all__ = [
     "LatentTrait",
     "LoadingConstraints",
     "MixtureOfFactorAnalyzers",
+    "UnivariateMixtureK",
 ]

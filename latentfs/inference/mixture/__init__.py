@@ -2,7 +2,10 @@
 
 * :mod:`~latentfs.inference.mixture.em` EM with restarts, :mod:`~latentfs.inference.mixture.gibbs` block Gibbs,
   :mod:`~latentfs.inference.mixture.vb` mean-field VB;
-* :mod:`~latentfs.inference.mixture.model_selection` AIC / BIC / ICL and the bootstrap LRT;
+* :mod:`~latentfs.inference.mixture.model_selection` AIC / BIC / ICL / DIC and the bootstrap LRT;
+  :mod:`~latentfs.inference.mixture.dic` DIC (Spiegelhalter et al. 2002) and the label-free DIC_3 (Celeux et
+  al. 2006); :mod:`~latentfs.inference.mixture.reversible_jump` the posterior over k of a univariate mixture
+  (Richardson & Green 1997);
 * :mod:`~latentfs.inference.mixture.weights` separation weights B/(B+W).
 
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
@@ -11,6 +14,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 import importlib
 import pkgutil
 
+from latentfs.inference.mixture.dic import DICWarning, dic, dic_from_loglik
 from latentfs.inference.mixture.estimator import GaussianMixtureClusterer, LatentClassClusterer, LatentProfileClusterer
 from latentfs.inference.mixture.model_selection import (
     bootstrap_lrt,
@@ -18,6 +22,7 @@ from latentfs.inference.mixture.model_selection import (
     n_parameters,
     select_n_components,
 )
+from latentfs.inference.mixture.reversible_jump import predictive_density
 from latentfs.inference.mixture.weights import (
     MixtureSeparationSelector,
     bootstrap_feature_weights,
@@ -25,15 +30,19 @@ from latentfs.inference.mixture.weights import (
 )
 
 __all__ = [
+    "DICWarning",
     "GaussianMixtureClusterer",
     "LatentClassClusterer",
     "LatentProfileClusterer",
     "MixtureSeparationSelector",
     "bootstrap_feature_weights",
     "bootstrap_lrt",
+    "dic",
+    "dic_from_loglik",
     "information_criteria",
     "mixture_feature_weights",
     "n_parameters",
+    "predictive_density",
     "select_n_components",
 ]
 

@@ -1,11 +1,13 @@
-"""Number of mixture components: AIC, BIC, ICL and McLachlan's bootstrap likelihood-ratio test.
+"""Number of mixture components: AIC, BIC, ICL, DIC and McLachlan's bootstrap likelihood-ratio test.
 
 Titterington (2006) §1.7: the χ² theory of the likelihood-ratio test breaks down for mixtures (the null
 lies on the boundary and is not identifiable), so the null distribution of
 λ = 2(ℓ̂_{K0+1} − ℓ̂_{K0}) is obtained by the parametric bootstrap (McLachlan 1987). AIC = −2ℓ̂ + 2ν
 (Akaike 1973), BIC = −2ℓ̂ + ν log N (Schwarz 1978), ICL = BIC + 2·EN(τ) with the classification entropy
 EN = −Σ_nk τ_nk log τ_nk (Biernacki, Celeux & Govaert 2000); all are minimised. ν is the model's number
-of free parameters (:func:`n_parameters`).
+of free parameters (:func:`n_parameters`). DIC (Spiegelhalter et al. 2002) and its label-invariant variant
+DIC_3 (Celeux, Forbes, Robert & Titterington 2006) come from posterior draws
+(:func:`latentfs.inference.mixture.dic.dic`).
 
 Every function works for :class:`~latentfs.models.mixture.GaussianMixture`,
 :class:`~latentfs.models.mixture.LatentProfile` and :class:`~latentfs.models.mixture.LatentClass`.
@@ -21,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.core.data import DataError, check_n_components
+from latentfs.core.data import DataError, check_choice, check_n_components
 
 __all__ = [
     "BootstrapLRT",
@@ -33,6 +35,7 @@ __all__ = [
 ]
 
 _CRITERIA = ("aic", "bic", "icl")
+_BAYES_CRITERIA = {"dic": "dic1", "dic3": "dic3"}
 
 
 def n_parameters(model: Any, n_features: int) -> int:
@@ -79,23 +82,35 @@ class ComponentSelection:
 
     Attributes
     ----------
-    table : pandas.DataFrame indexed by K: log_likelihood, n_parameters, aic, bic, icl, collapsed.
+    table : pandas.DataFrame indexed by K: log_likelihood, n_parameters, aic, bic, icl, collapsed, and,
+        when asked for, dic / p_d (Spiegelhalter) and dic3 / p_d3 (Celeux et al. 2006).
         A fit with a collapsed component (:func:`~latentfs.inference.mixture.em.collapsed_components`)
         gets NaN criteria, as mclust reports NA for a singular fit (Scrucca et al. 2016), so it is never
         chosen: its likelihood is limited only by ``reg_covar``.
     best : dict criterion -> K minimising it (among fits without a collapsed component).
     fits : dict K -> Posterior (the EM fits).
+    bayes_fits : dict K -> Posterior (the posteriors behind DIC; empty when no DIC was asked for).
     """
 
     table: Any
     best: dict[str, int]
     fits: dict[int, Any] = field(repr=False)
+    bayes_fits: dict[int, Any] = field(default_factory=dict, repr=False)
 
 
 def select_n_components(
-    model: Any, X: Any, n_components: Iterable[int] = range(1, 7), *, seed: Any = 0, n_init: int = 3, **fit_options: Any
+    model: Any,
+    X: Any,
+    n_components: Iterable[int] = range(1, 7),
+    *,
+    seed: Any = 0,
+    n_init: int = 3,
+    criteria: str | Iterable[str] | None = None,
+    dic_method: str = "gibbs",
+    dic_options: dict[str, Any] | None = None,
+    **fit_options: Any,
 ) -> ComponentSelection:
-    """Fit ``model`` by EM for each K and tabulate AIC, BIC and ICL.
+    """Fit ``model`` by EM for each K and tabulate AIC, BIC and ICL (and DIC when asked).
 
     Parameters
     ----------
@@ -103,6 +118,14 @@ def select_n_components(
     X : data for the model.
     n_components : iterable of int
     seed, n_init, **fit_options : passed to the EM engine.
+    criteria : str or iterable of str, optional
+        Extra criteria beside AIC, BIC and ICL (which are always tabulated): ``"dic"`` (Spiegelhalter et
+        al. 2002, at the aligned posterior mean) and ``"dic3"`` (Celeux et al. 2006, label-invariant). They
+        need a posterior for each K, from ``latentfs.fit(model, X, method=dic_method, **dic_options)``.
+    dic_method : {"gibbs", "vb"}
+    dic_options : dict, optional
+        Options of that engine; by default 2 chains × 500 draws after 200 warm-up sweeps (Gibbs), the
+        same ``seed``, and no convergence warnings (the table is the output; check ``bayes_fits``).
 
     Examples
     --------
@@ -120,9 +143,14 @@ def select_n_components(
     ks = [check_n_components(k, 10**9, name="n_components") for k in n_components]
     if not ks:
         raise DataError("n_components must hold at least one K; got an empty sequence. Pass e.g. range(1, 6).")
+    extra = _check_criteria(criteria)
+    if extra:
+        check_choice("dic_method", dic_method, ("gibbs", "vb"))
+        if dic_options is not None and not isinstance(dic_options, dict):
+            raise DataError(f"dic_options must be a dict of engine options; got {type(dic_options).__name__}.")
     from latentfs.inference.mixture.em import CollapsedComponentWarning
 
-    fits, rows = {}, []
+    fits, rows, bayes = {}, [], {}
     for k in ks:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CollapsedComponentWarning)
@@ -132,7 +160,11 @@ def select_n_components(
         crit = information_criteria(res)
         if collapsed:  # a degenerate maximiser: its likelihood is set by reg_covar, not by the data
             crit.update({c: math.nan for c in _CRITERIA})
-        rows.append({"n_components": k, **crit, "collapsed": collapsed})
+        row = {"n_components": k, **crit, "collapsed": collapsed}
+        if extra:
+            bayes[k], dics = _bayes_criteria(model.with_n_components(k), X, extra, dic_method, dic_options, seed)
+            row.update(dics)
+        rows.append(row)
     table = pd.DataFrame(rows).set_index("n_components")
     if table["collapsed"].all():
         raise DataError(
@@ -140,7 +172,53 @@ def select_n_components(
             "no K can be chosen. Use a constrained covariance_type, a larger reg_covar, or jitter tied values."
         )
     best = {c: int(table[c].idxmin()) for c in _CRITERIA}
-    return ComponentSelection(table=table, best=best, fits=fits)
+    best.update({c: int(table[c].idxmin()) for c in extra})
+    if "dic" in extra and (table["p_d"] < 0).any():
+        from latentfs.inference.mixture.dic import DICWarning
+
+        bad = [int(k) for k in table.index[table["p_d"] < 0]]
+        warnings.warn(
+            f"p_D < 0 at K = {bad}: DIC_1 is unreliable there (the posterior mean averages switched labels, "
+            "typically when K exceeds what the data support; Celeux et al. 2006). Prefer dic3.",
+            DICWarning,
+            stacklevel=2,
+        )
+    return ComponentSelection(table=table, best=best, fits=fits, bayes_fits=bayes)
+
+
+def _check_criteria(criteria: str | Iterable[str] | None) -> list[str]:
+    """The requested criteria beyond AIC / BIC / ICL (which are always computed)."""
+    if criteria is None:
+        return []
+    names = [criteria] if isinstance(criteria, str) else list(criteria)
+    allowed = (*_CRITERIA, *_BAYES_CRITERIA)
+    for c in names:
+        if not isinstance(c, str) or c not in allowed:
+            raise DataError(
+                f"criteria must be names among {list(allowed)}; got {c!r}. Pass e.g. criteria=['bic', 'dic']."
+            )
+    return [c for c in _BAYES_CRITERIA if c in names]
+
+
+def _bayes_criteria(
+    model: Any, X: Any, names: list[str], method: str, options: dict[str, Any] | None, seed: Any
+) -> tuple[Any, dict[str, float]]:
+    """Fit one posterior and compute the requested DIC variants on it."""
+    from latentfs.core.registry import fit
+    from latentfs.inference.mixture.dic import DICWarning, dic
+
+    defaults: dict[str, Any] = {"seed": seed, "warn": False}
+    if method == "gibbs":
+        defaults.update(num_chains=2, num_warmup=200, num_samples=500)
+    post = fit(model, X, method=method, **{**defaults, **(options or {})})
+    out: dict[str, float] = {}
+    for name in names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DICWarning)  # reported once, for all K, by the caller
+            res = dic(post, X, _BAYES_CRITERIA[name])
+        suffix = "3" if name == "dic3" else ""
+        out[name], out[f"p_d{suffix}"] = res["dic"], res["p_d"]
+    return post, out
 
 
 @dataclass
