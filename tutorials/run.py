@@ -36,7 +36,9 @@ MIN_FIGURES = {
     "07_hidden_markov_models": 4,
     "08_latent_trait": 4,
     "09_hidden_markov_random_fields": 4,
+    "10_choosing_k": 4,
     "11_infomax": 4,
+    "12_fpc": 5,
     "13_hyperbolic_pca": 4,
 }
 

@@ -72,6 +72,8 @@ CONFORMING = [
     _sub.InfoMaxProjection(max_iter=3, inner_steps=2),
     _sub.HyperbolicPCA(kernel="rbf"),
     _sub.HyperbolicPCA(kernel="linear"),
+    _sub.FPC(),
+    _s.TextSearchSelector(candidates=5, n_folds=2, non_integer="round"),
 ]
 
 # Expected failures, at most two per estimator, with the reason.
