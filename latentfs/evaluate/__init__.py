@@ -12,9 +12,16 @@ from latentfs.evaluate.cross_indexing import (
 )
 from latentfs.evaluate.heldout import document_completion, fold_in, split_documents
 from latentfs.evaluate.navot import expected_error_mc, optimal_num_features
-from latentfs.evaluate.stability import jaccard_index, kuncheva_index, selection_stability
+from latentfs.evaluate.stability import (
+    NogueiraStability,
+    jaccard_index,
+    kuncheva_index,
+    nogueira_stability,
+    selection_stability,
+)
 
 __all__ = [
+    "NogueiraStability",
     "cross_index_a",
     "cross_index_b",
     "cross_indexing_report",
@@ -25,6 +32,7 @@ __all__ = [
     "kuncheva_index",
     "learning_curve",
     "nested_selection_scores",
+    "nogueira_stability",
     "optimal_num_features",
     "outer_loop_estimate",
     "selection_stability",

@@ -7,6 +7,7 @@ from latentfs.select.leverage import LeverageScoreSelector
 from latentfs.select.q_alpha import QAlpha, SupervisedQAlpha
 from latentfs.select.q_alpha_kernel import KernelQAlpha
 from latentfs.select.scores import TextScoreSelector, text_feature_scores
+from latentfs.select.text_search import TextSearchSelector, naive_bayes_curve, subset_search
 
 __all__ = [
     "ForestRelevanceSelector",
@@ -16,6 +17,9 @@ __all__ = [
     "SVMFeatureSelector",
     "SupervisedQAlpha",
     "TextScoreSelector",
+    "TextSearchSelector",
     "forest_relevance",
+    "naive_bayes_curve",
+    "subset_search",
     "text_feature_scores",
 ]
