@@ -339,6 +339,26 @@ class _DCABase:
         return out
 
     @staticmethod
+    def _sizes(data: torch.Tensor | None, n_documents: int | None, n_features: int | None,
+               what: str) -> tuple[int, int, torch.Tensor]:
+        """(I, J, a tensor giving dtype and device) of a model call: from the data (documents first, words
+        last), or from the two sizes given to simulate."""
+        if data is not None:
+            n_documents, n_features = int(data.shape[0]), int(data.shape[-1])
+        if n_documents is None or n_features is None:
+            raise DataError(f"{what}, or n_documents and n_features to simulate.")
+        return n_documents, n_features, data if data is not None else torch.zeros(())
+
+    def _beta(self, like: torch.Tensor) -> torch.Tensor:
+        """The Gamma rate β of the GaP/CGP document scores (set by fit when the model leaves it unset)."""
+        beta = getattr(self, "beta", None)
+        if beta is None:
+            raise DataError(
+                f"beta is not set; pass beta=… to {type(self).__name__}, or fit first (fit sets it from the data)."
+            )
+        return self._tensor(beta, like)
+
+    @staticmethod
     def _check_sizes(n_documents: Any, n_features: Any, dtype: Any = torch.float64) -> tuple[int, int, torch.dtype]:
         """``simulate``'s sizes (integers ≥ 1) and dtype, checked with the shared rules."""
         from latentfs.core.data import check_dtype, check_int
@@ -574,13 +594,6 @@ class GammaPoissonDCA(_DCABase):
         beta = np.full(self.n_components, self.alpha.sum() / max(float(mean_doc_length), 1e-12))
         return GammaPoissonDCA(self.n_components, alpha=self.alpha, beta=beta, gamma=self.gamma)
 
-    def _beta(self, like: torch.Tensor) -> torch.Tensor:
-        if self.beta is None:
-            raise DataError(
-                "beta is not set; pass beta=… to GammaPoissonDCA, or fit first (fit sets it from the data)."
-            )
-        return self._tensor(self.beta, like)
-
     def model(
         self,
         counts: torch.Tensor | None = None,
@@ -589,11 +602,7 @@ class GammaPoissonDCA(_DCABase):
         n_features: int | None = None,
     ) -> torch.Tensor:
         """The bag-of-words model (eq. 2). Pass ``counts`` (I, J), or ``n_documents`` and ``n_features``."""
-        if counts is not None:
-            n_documents, n_features = counts.shape
-        if n_documents is None or n_features is None:
-            raise DataError("model needs counts, or n_documents and n_features to simulate.")
-        ref = counts if counts is not None else torch.zeros(())
+        n_documents, n_features, ref = self._sizes(counts, n_documents, n_features, "model needs counts")
         topic_word = self._topic_word(n_features, ref.dtype, ref.device)
         alpha, beta = self._tensor(self.alpha, ref), self._beta(ref)
         with pyro.plate("document", n_documents, dim=-1):
@@ -609,11 +618,8 @@ class GammaPoissonDCA(_DCABase):
         n_features: int | None = None,
     ) -> torch.Tensor:
         """The component-assignment form (eq. 5): c_k ~ Poisson(l_k), v_{·,k} ~ Mult(c_k, θ_{·,k})."""
-        if latent_counts is not None:
-            n_documents, _, n_features = latent_counts.shape
-        if n_documents is None or n_features is None:
-            raise DataError("augmented_model needs latent_counts, or n_documents and n_features.")
-        ref = latent_counts if latent_counts is not None else torch.zeros(())
+        n_documents, n_features, ref = self._sizes(latent_counts, n_documents, n_features,
+                                                   "augmented_model needs latent_counts")
         topic_word = self._topic_word(n_features, ref.dtype, ref.device)
         alpha, beta = self._tensor(self.alpha, ref), self._beta(ref)
         with pyro.plate("document", n_documents, dim=-2), pyro.plate("component_of_doc", self.n_components, dim=-1):
@@ -711,13 +717,6 @@ class ConditionalGammaPoissonDCA(_DCABase):
         kw.update(changes)
         return ConditionalGammaPoissonDCA(self.n_components, **kw)
 
-    def _beta(self, like: torch.Tensor) -> torch.Tensor:
-        if self.beta is None:
-            raise DataError(
-                "beta is not set; pass beta=… to ConditionalGammaPoissonDCA, or fit first (fit sets it from the data)."
-            )
-        return self._tensor(self.beta, like)
-
     def model(
         self,
         counts: torch.Tensor | None = None,
@@ -726,11 +725,7 @@ class ConditionalGammaPoissonDCA(_DCABase):
         n_features: int | None = None,
     ) -> torch.Tensor:
         """The bag-of-words model (eq. 2 with the prior of eq. 3). Pass ``counts``, or the two sizes."""
-        if counts is not None:
-            n_documents, n_features = counts.shape
-        if n_documents is None or n_features is None:
-            raise DataError("model needs counts, or n_documents and n_features to simulate.")
-        ref = counts if counts is not None else torch.zeros(())
+        n_documents, n_features, ref = self._sizes(counts, n_documents, n_features, "model needs counts")
         topic_word = self._topic_word(n_features, ref.dtype, ref.device)
         alpha, beta, rho = self._tensor(self.alpha, ref), self._beta(ref), self._tensor(self.rho, ref)
         with pyro.plate("document", n_documents, dim=-1):
@@ -747,11 +742,8 @@ class ConditionalGammaPoissonDCA(_DCABase):
         n_features: int | None = None,
     ) -> torch.Tensor:
         """The component-assignment form (eq. 8): c_k ~ Poisson(l_k) (0 when l_k = 0), v_{·,k} ~ Mult(c_k, θ_{·,k})."""
-        if latent_counts is not None:
-            n_documents, _, n_features = latent_counts.shape
-        if n_documents is None or n_features is None:
-            raise DataError("augmented_model needs latent_counts, or n_documents and n_features.")
-        ref = latent_counts if latent_counts is not None else torch.zeros(())
+        n_documents, n_features, ref = self._sizes(latent_counts, n_documents, n_features,
+                                                   "augmented_model needs latent_counts")
         topic_word = self._topic_word(n_features, ref.dtype, ref.device)
         alpha, beta, rho = self._tensor(self.alpha, ref), self._beta(ref), self._tensor(self.rho, ref)
         with pyro.plate("document", n_documents, dim=-2), pyro.plate("component_of_doc", self.n_components, dim=-1):
