@@ -91,7 +91,7 @@ def bench_forest(n: int, repeats: int) -> list[tuple[str, float, str]]:
 
     rows = []
     holder: dict = {}
-    t = median_time(lambda: holder.update(fw=forest_relevance(X, y, n_trees=100, gamma=0.05, seed=0)), repeats)
+    t = median_time(lambda: holder.update(fw=forest_relevance(X, y, n_trees=100, significance=0.05, seed=0)), repeats)
     rows.append(("latentfs forest_relevance (RF HT, γ=0.05)", t, describe(holder["fw"].info["selected_ht"])))
     rows.append(("latentfs forest_relevance (RF Thr)", t, describe(holder["fw"].info["selected_thr"])))
     from sklearn.ensemble import RandomForestClassifier

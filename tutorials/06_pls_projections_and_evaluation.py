@@ -318,8 +318,9 @@ fig.tight_layout()
 # so a noise feature's chance association with y counts many times: on pure noise (160 × 30, 80 trees)
 # its RF HT at γ = 0.05 kept 13% of the features in the library's own measurements, 2.6 times γ. The default grows permuted copies of every column ("shadow"
 # features, as in Boruta) in the same forest and refers each real feature's t statistic to the shadows'
-# (an empirical null), which brings the false-positive rate back to about γ and handles any number of
-# classes, at the price of a larger forest and some power. We reproduce the chapter with its own null,
+# (an empirical null), which brings the false-positive rate back to about γ (the `significance` argument,
+# default 0.05) and handles any number of classes, at the price of a larger forest and some power. We
+# reproduce the chapter with its own null,
 # then measure both on pure noise.
 
 # %%

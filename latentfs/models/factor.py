@@ -6,19 +6,20 @@ write the same model as y(t) = A x(t) + η(t) and treat a missing entry as an en
 precision. Ghahramani & Hinton (1996) add a categorical
 component: ``y | (c, z) ~ N(μ_c + W_c z, Λ)``.
 
-Sites (shared by the engines in :mod:`latentfs.inference.factor.em` and ``factor_gibbs``):
+Sites (shared by the engines in :mod:`latentfs.inference.factor.em` and ``factor_gibbs``). For
+:class:`FactorAnalysis` q is ``n_components``; for :class:`MixtureOfFactorAnalyzers` K is ``n_components``
+(the analysers) and q is ``n_factors`` (the factors of each analyser):
 
 ====================  ================================  ==============================================
 site                  shape                             meaning (paper's symbol)
 ====================  ================================  ==============================================
-``loadings``          (n_features, n_factors)           W (Titterington), A = S^t (Gruber & Weiss)
-                      MFA: (n_components, n_features,
-                      n_factors)
+``loadings``          (n_features, q)                   W (Titterington), A = S^t (Gruber & Weiss)
+                      MFA: (K, n_features, q)
 ``noise_variance``    (n_features,)                     diagonal of Λ (Ψ in Gruber & Weiss)
 ``mean``              (n_features,)  MFA: (K, n_feat.)  μ
-``weights``           (n_components,)  MFA only         mixing weights π_k
+``weights``           (K,)  MFA only                    mixing weights π_k
 ``assignment``        (n_samples,)  MFA only            component c_n
-``factors``           (n_samples, n_factors)            z_n (x(t) in Gruber & Weiss)
+``factors``           (n_samples, q)                    z_n (x(t) in Gruber & Weiss)
 ``data``              (n_samples, n_features)           y_n; NaN means missing
 ====================  ================================  ==============================================
 
@@ -58,7 +59,7 @@ class LoadingConstraints:
 
     Parameters
     ----------
-    matrix : array (n_features, n_constraints, n_factors)
+    matrix : array (n_features, n_constraints, n_components)
         C_j stacked; an all-zero row of C_j is an inactive constraint (padding).
     target : array (n_features, n_constraints)
         c_j stacked.
@@ -75,7 +76,7 @@ class LoadingConstraints:
         c = np.asarray(target, dtype=np.float64)
         if C.ndim != 3 or c.shape != C.shape[:2] or not np.isfinite(C).all() or not np.isfinite(c).all():
             raise DataError(
-                "constraints must be a finite matrix of shape (n_features, n_constraints, n_factors) and a "
+                "constraints must be a finite matrix of shape (n_features, n_constraints, n_components) and a "
                 f"finite target of shape (n_features, n_constraints); got {C.shape} and {c.shape}. "
                 "Build them with LoadingConstraints.fixed(pattern) for fixed entries."
             )
@@ -102,10 +103,10 @@ class LoadingConstraints:
 
     @classmethod
     def fixed(cls, pattern: Any) -> LoadingConstraints:
-        """Constraints fixing loadings to values: ``pattern`` (n_features, n_factors), NaN = free."""
+        """Constraints fixing loadings to values: ``pattern`` (n_features, n_components), NaN = free."""
         P = np.asarray(pattern, dtype=np.float64)
         if P.ndim != 2:
-            raise DataError(f"pattern must be 2-D (n_features, n_factors); got shape {P.shape}.")
+            raise DataError(f"pattern must be 2-D (n_features, n_components); got shape {P.shape}.")
         d, q = P.shape
         fixed = ~np.isnan(P)
         r = max(int(fixed.sum(1).max()), 1)
@@ -122,7 +123,8 @@ class LoadingConstraints:
         return int(self.matrix.shape[0])
 
     @property
-    def n_factors(self) -> int:
+    def n_components(self) -> int:
+        """The number of factors the constraints are written for (the loadings' columns)."""
         return int(self.matrix.shape[2])
 
     def n_active(self) -> np.ndarray:
@@ -162,8 +164,8 @@ class FactorAnalysis:
 
     Parameters
     ----------
-    n_factors : int
-        q, the number of factors.
+    n_components : int
+        q, the number of factors (the latent dimension).
     loading_scale : float, optional
         Each loading ~ N(0, loading_scale²) a priori; None (default) gives a flat prior.
     noise_shape, noise_scale : float, optional
@@ -187,7 +189,7 @@ class FactorAnalysis:
 
     def __init__(
         self,
-        n_factors: int,
+        n_components: int,
         *,
         loading_scale: float | None = None,
         noise_shape: float | None = None,
@@ -195,7 +197,7 @@ class FactorAnalysis:
         mean_scale: float | None = None,
         constraints: LoadingConstraints | None = None,
     ) -> None:
-        self.n_factors = check_n_components(n_factors, 10**6, name="n_factors")
+        self.n_components = check_n_components(n_components, 10**6)
         self.loading_scale = _optional_positive(loading_scale, "loading_scale")
         self.noise_shape = _optional_positive(noise_shape, "noise_shape")
         self.noise_scale = _optional_positive(noise_scale, "noise_scale")
@@ -211,14 +213,16 @@ class FactorAnalysis:
                     f"constraints must be a LoadingConstraints; got {type(constraints).__name__}. Build one "
                     "with LoadingConstraints.fixed(pattern) or LoadingConstraints(matrix, target)."
                 )
-            if constraints.n_factors != self.n_factors:
+            if constraints.n_components != self.n_components:
                 raise DataError(
-                    f"constraints must have n_factors={self.n_factors} columns; got {constraints.n_factors}."
+                    f"constraints must have n_components={self.n_components} columns (one per factor); got "
+                    f"{constraints.n_components}."
                 )
         self.constraints = constraints
 
     def __repr__(self) -> str:
-        return f"FactorAnalysis({self.n_factors}, loading_scale={self.loading_scale}, noise_shape={self.noise_shape})"
+        return (f"FactorAnalysis(n_components={self.n_components}, loading_scale={self.loading_scale}, "
+                f"noise_shape={self.noise_shape})")
 
     @property
     def has_proper_priors(self) -> bool:
@@ -227,7 +231,7 @@ class FactorAnalysis:
 
     def hyperparameters(self) -> dict[str, Any]:
         return {
-            "n_factors": self.n_factors,
+            "n_components": self.n_components,
             "loading_scale": self.loading_scale,
             "noise_shape": self.noise_shape,
             "noise_scale": self.noise_scale,
@@ -237,7 +241,7 @@ class FactorAnalysis:
 
     # ------------------------------------------------------------------ Pyro declaration
     def _parameters(self, d: int, ref: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
-        q = self.n_factors
+        q = self.n_components
         feature = pyro.plate("feature", d, dim=-1)
         with feature:
             if self.loading_scale is None:
@@ -286,7 +290,7 @@ class FactorAnalysis:
             return _integrated_data(sample, filled, observed, mean, loadings, noise)
         with sample:
             factors = pyro.sample(
-                "factors", dist.Normal(torch.zeros(self.n_factors, dtype=ref.dtype), 1.0).to_event(1)
+                "factors", dist.Normal(torch.zeros(self.n_components, dtype=ref.dtype), 1.0).to_event(1)
             )  # (n, 1, q) inside the two-dim plate layout
         loc = mean + (factors @ loadings.transpose(-1, -2)).squeeze(-2)
         with sample, feature:
@@ -320,12 +324,12 @@ class FactorAnalysis:
         fixed: dict[str, torch.Tensor] = {}
         if loadings is not None:
             W = np.asarray(loadings, dtype=np.float64)
-            if W.ndim != 2 or W.shape[1] != self.n_factors:
-                raise DataError(f"loadings must have shape (n_features, {self.n_factors}); got {W.shape}.")
+            if W.ndim != 2 or W.shape[1] != self.n_components:
+                raise DataError(f"loadings must have shape (n_features, {self.n_components}); got {W.shape}.")
             n_features = W.shape[0] if n_features is None else n_features
             fixed["loadings"] = torch.as_tensor(W)
         if n_features is None:
-            raise DataError("simulate needs n_features, or loadings of shape (n_features, n_factors).")
+            raise DataError("simulate needs n_features, or loadings of shape (n_features, n_components).")
         d = int(n_features)
         for name, value, prior in (
             ("loadings", loadings, self.loading_scale),
@@ -344,7 +348,7 @@ class FactorAnalysis:
         if not 0.0 <= missing_fraction < 1.0:
             raise DataError(f"missing_fraction must lie in [0, 1); got {missing_fraction}.")
         out = _run_scoped(poutine.condition(self.model, fixed), seed, n_samples=int(n_samples), n_features=d)
-        out["factors"] = out["factors"].reshape(int(n_samples), self.n_factors)
+        out["factors"] = out["factors"].reshape(int(n_samples), self.n_components)
         if missing_fraction > 0:
             out["data"] = _blank(out["data"], missing_fraction, seed)
         return out

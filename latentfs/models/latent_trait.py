@@ -15,15 +15,15 @@ logit) model (Samejima 1969; Bartholomew et al. 2011, §5.3):
 so P(y_ij = s | z_i) = P(y_ij ≥ s | z_i) − P(y_ij ≥ s + 1 | z_i). With S_j = 2 it is the binary model.
 In Pyro's terms an ordinal item is ``OrderedLogistic(α_jᵀ z, cutpoints = −(α_j1, …, α_j,S−1))``.
 
-Sites (shared by the engines in :mod:`latentfs.inference.latent_trait`):
+Sites (shared by the engines in :mod:`latentfs.inference.latent_trait`; q is ``n_components``):
 
 ==================  ================================  ================================================
 site                shape                             meaning (symbol)
 ==================  ================================  ================================================
 ``intercepts``      binary: (n_items,)                α_j0 (binary); α_js, decreasing in s (ordinal);
                     ordinal: (n_items, S_max − 1)     entries past S_j − 1 are unused padding
-``discrimination``  (n_items, n_traits)               α_j, the item discriminations (slopes)
-``traits``          (n_samples, n_traits)             z_i ~ N(0, I_q), the person's latent traits
+``discrimination``  (n_items, q)                      α_j, the item discriminations (slopes)
+``traits``          (n_samples, q)                    z_i ~ N(0, I_q), the person's latent traits
 ``items``           (n_samples, n_items)              binary responses (NaN = missing)
 ``item_<j>``        (n_samples,)                      ordinal responses of item j (NaN = missing)
 ==================  ================================  ================================================
@@ -58,9 +58,10 @@ def _flat(shape: tuple[int, ...], support: Any) -> dist.TorchDistribution:
     return dist.ImproperUniform(support, torch.Size(()), torch.Size(shape))
 
 
-def n_free_parameters(levels: np.ndarray, n_traits: int) -> int:
-    """Free parameters of the q-trait model: Σ_j (S_j − 1) intercepts + p q slopes − q(q−1)/2 for rotation."""
-    p, q = int(levels.size), int(n_traits)
+def n_free_parameters(levels: np.ndarray, n_components: int) -> int:
+    """Free parameters of the q-trait model (q = ``n_components``): Σ_j (S_j − 1) intercepts + p q slopes
+    − q(q−1)/2 for rotation."""
+    p, q = int(levels.size), int(n_components)
     return int((levels - 1).sum()) + p * q - q * (q - 1) // 2
 
 
@@ -69,7 +70,7 @@ class LatentTrait:
 
     Parameters
     ----------
-    n_traits : int, default 1
+    n_components : int, default 1
         q, the number of latent traits.
     n_levels : int or sequence of int, optional
         Categories per item. None (default) means binary items coded 0/1 (the 2-parameter logistic
@@ -89,8 +90,9 @@ class LatentTrait:
     default_method = "em"
     data_site = "items"
 
-    def __init__(self, n_traits: int = 1, *, n_levels: int | Sequence[int] | None = None) -> None:
-        self.n_traits = check_int("n_traits", n_traits, low=1, remedy="Pass n_traits=1 for one latent trait.")
+    def __init__(self, n_components: int = 1, *, n_levels: int | Sequence[int] | None = None) -> None:
+        self.n_components = check_int("n_components", n_components, low=1,
+                                      remedy="Pass n_components=1 for one latent trait.")
         if n_levels is not None:
             lv = np.atleast_1d(np.asarray(n_levels))
             if lv.dtype.kind not in "iu" or lv.ndim != 1 or lv.size == 0 or (lv < 2).any():
@@ -102,7 +104,7 @@ class LatentTrait:
         self.n_levels = n_levels
 
     def __repr__(self) -> str:
-        return f"LatentTrait({self.n_traits}, n_levels={self.n_levels!r})"
+        return f"LatentTrait({self.n_components}, n_levels={self.n_levels!r})"
 
     @property
     def binary(self) -> bool:
@@ -123,11 +125,11 @@ class LatentTrait:
         return np.asarray(self.n_levels, dtype=np.int64)
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"n_traits": self.n_traits, "n_levels": self.n_levels}
+        return {"n_components": self.n_components, "n_levels": self.n_levels}
 
     def n_parameters(self, n_items: int) -> int:
         """Free parameters: Σ_j (S_j − 1) + p q − q(q − 1)/2 (the rotation of the traits is not identified)."""
-        return n_free_parameters(self.levels(int(n_items)), self.n_traits)
+        return n_free_parameters(self.levels(int(n_items)), self.n_components)
 
     # ------------------------------------------------------------------ data
     def check_data(self, X: Any, *, name: str = "X") -> Any:
@@ -180,12 +182,12 @@ class LatentTrait:
                     "unused category cannot be estimated. Merge it with a neighbouring category (recode to "
                     "consecutive codes) and lower n_levels for that item."
                 )
-        k = n_free_parameters(levels, self.n_traits)
+        k = n_free_parameters(levels, self.n_components)
         cells = float(np.prod(levels.astype(np.float64))) - 1.0
         if k > cells:
             raise DataError(
-                f"n_traits={self.n_traits} is more than {p} items can identify: the model has {k} free "
-                f"parameters but the table of response patterns has only {cells:g} degrees of freedom. Use "
+                f"n_components={self.n_components} (latent traits) is more than {p} items can identify: the model has "
+                f"{k} free parameters but the table of response patterns has only {cells:g} degrees of freedom. Use "
                 "fewer traits or more items."
             )
         return data
@@ -208,7 +210,7 @@ class LatentTrait:
             dtype = data.dtype
         if n_samples is None or n_items is None:
             raise DataError("model needs data, or n_samples and n_items to simulate.")
-        n, p, q = int(n_samples), int(n_items), self.n_traits
+        n, p, q = int(n_samples), int(n_items), self.n_components
         levels = self.levels(p)
         mask = None if data is None else ~torch.isnan(data)
         obs = None if data is None else torch.nan_to_num(data)
@@ -266,11 +268,11 @@ class LatentTrait:
         n = check_int("n_samples", n_samples, low=1)
         seed = check_seed(seed)
         A = np.asarray(discrimination, dtype=np.float64)
-        if A.ndim == 1 and self.n_traits == 1:
+        if A.ndim == 1 and self.n_components == 1:
             A = A[:, None]
-        if A.ndim != 2 or A.shape[1] != self.n_traits or not np.isfinite(A).all():
+        if A.ndim != 2 or A.shape[1] != self.n_components or not np.isfinite(A).all():
             raise DataError(
-                f"discrimination must be a finite array of shape (n_items, {self.n_traits}); got {A.shape}."
+                f"discrimination must be a finite array of shape (n_items, {self.n_components}); got {A.shape}."
             )
         p = A.shape[0]
         levels = self.levels(p)
@@ -306,7 +308,7 @@ class LatentTrait:
             drop[np.arange(n), rng.integers(0, p, size=n)] = False
             items = np.where(drop, np.nan, items)
         out["items"] = items
-        out["traits"] = out["traits"].reshape(n, self.n_traits)
+        out["traits"] = out["traits"].reshape(n, self.n_components)
         return out
 
 

@@ -61,11 +61,11 @@ def tokens_from_counts(X: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class PLSA:
-    """The PLSA aspect model with ``n_aspects`` aspects (module docstring).
+    """The PLSA aspect model with ``n_components`` aspects (module docstring).
 
     Parameters
     ----------
-    n_aspects : int
+    n_components : int
         N_z, the number of aspects (Monay et al. use 20 for soft clustering and 60 for features).
 
     Examples
@@ -79,19 +79,14 @@ class PLSA:
     default_method = "em"
     doc_site = "doc_topic"
 
-    def __init__(self, n_aspects: int) -> None:
-        self.n_aspects = check_n_components(n_aspects, 10**9, name="n_aspects")
-
-    @property
-    def n_components(self) -> int:
-        """Alias of ``n_aspects`` (the DCA vocabulary)."""
-        return self.n_aspects
+    def __init__(self, n_components: int) -> None:
+        self.n_components = check_n_components(n_components, 10**9)
 
     def __repr__(self) -> str:
-        return f"PLSA({self.n_aspects})"
+        return f"PLSA({self.n_components})"
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {"n_aspects": self.n_aspects}
+        return {"n_components": self.n_components}
 
     def model(
         self,
@@ -109,9 +104,9 @@ class PLSA:
         the observed ``doc`` and ``word`` indices (see :func:`tokens_from_counts`), or ``n_tokens`` to
         simulate. The aspect site can be enumerated (``config_enumerate``) to sum z out.
         """
-        if doc_topic.shape[-1] != self.n_aspects or topic_word.shape[0] != self.n_aspects:
+        if doc_topic.shape[-1] != self.n_components or topic_word.shape[0] != self.n_components:
             raise DataError(
-                f"doc_topic and topic_word must have {self.n_aspects} aspects; got shapes "
+                f"doc_topic and topic_word must have {self.n_components} aspects; got shapes "
                 f"{tuple(doc_topic.shape)} and {tuple(topic_word.shape)}."
             )
         n = n_tokens if doc is None else doc.shape[0]
@@ -151,8 +146,8 @@ class PLSA:
             if seed is not None:
                 torch.manual_seed(int(seed))
             dt = torch.float64
-            doc_topic = dist.Dirichlet(torch.full((I, self.n_aspects), a, dtype=dt)).sample()
-            topic_word = dist.Dirichlet(torch.full((self.n_aspects, J), b, dtype=dt)).sample()
+            doc_topic = dist.Dirichlet(torch.full((I, self.n_components), a, dtype=dt)).sample()
+            topic_word = dist.Dirichlet(torch.full((self.n_components, J), b, dtype=dt)).sample()
             doc = torch.as_tensor(np.repeat(np.arange(I), lengths.astype(np.int64)))
             prior = torch.as_tensor(lengths / lengths.sum(), dtype=dt)
             with torch.no_grad():

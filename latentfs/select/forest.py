@@ -13,7 +13,7 @@ other n ≥ 2.) With IG_diff = IG − E[IG](n) (eq. 5) collected over the n_f no
 
 * RF Thr: keep f iff mean(IG_diff) > 0;
 * RF HT: keep f iff mean(IG_diff) > 0 and t_f = mean(IG_diff)·√n_f / S_f (eq. 9) exceeds the 1 − γ
-  quantile of Student's t with n_f − 1 degrees of freedom (p-value < γ).
+  quantile of Student's t with n_f − 1 degrees of freedom (p-value < γ; γ is the ``significance`` argument).
 
 **Calibration.** The chapter's test is anti-conservative: on pure noise (5 data sets of 160 × 30, balanced
 labels, 80 trees) RF HT at γ = 0.05 keeps 13% of the features (the issue's runs: 8.0%). Two causes:
@@ -321,7 +321,7 @@ def forest_relevance(
     y: Any,
     *,
     n_trees: int = 100,
-    gamma: float = 0.05,
+    significance: float = 0.05,
     null: str = "shadow",
     correction: str | None = None,
     n_null_draws: int = 250,
@@ -336,8 +336,9 @@ def forest_relevance(
     y : array-like, shape (n_samples,)
         Class labels; two classes for ``null="midpoint"``, any number for ``null="permutation"``.
     n_trees : int
-    gamma : float
-        Per-feature level of RF HT, or the false-discovery rate with ``correction="bh"``.
+    significance : float, default 0.05
+        The chapter's γ: the per-feature level of RF HT, or the false-discovery rate with
+        ``correction="bh"``.
     null : {"shadow", "permutation", "midpoint"}
         How the null is obtained (see the module docstring). ``"shadow"`` (default, calibrated): IG_diff
         centred by the exact permutation mean, and each t_f referred to the empirical null of the t
@@ -347,7 +348,7 @@ def forest_relevance(
         ``"permutation"``: the exact mean given the node's class counts with the chapter's t-test.
         ``"midpoint"``: the chapter's test as printed (two classes).
     correction : {None, "bh"}
-        ``"bh"``: Benjamini–Hochberg adjusted p-values (``info["q_value"]``) are compared with γ.
+        ``"bh"``: Benjamini–Hochberg adjusted p-values (``info["q_value"]``) are compared with ``significance``.
     n_null_draws : int
         Permutations per distinct class-count vector for ``null="permutation"``.
     dedup_bootstrap : bool
@@ -355,8 +356,8 @@ def forest_relevance(
 
     ``info`` holds, per feature: ``n_nodes``, ``mean_gain`` (the importance: mean IG in bits),
     ``mean_expected_gain`` (the threshold), ``mean_diff``, ``p_value``, ``q_value`` (BH-adjusted), and the
-    selections ``selected_thr`` (RF Thr) and ``selected_ht`` (RF HT at level ``gamma``), plus
-    ``expected_false_positives`` (F·γ without correction), ``tree_sizes`` and ``oob_error``.
+    selections ``selected_thr`` (RF Thr) and ``selected_ht`` (RF HT at level ``significance``), plus
+    ``expected_false_positives`` (F·``significance`` without correction), ``tree_sizes`` and ``oob_error``.
 
     Examples
     --------
@@ -381,8 +382,12 @@ def forest_relevance(
         raise DataError(f"n_trees must be a positive integer; got {n_trees!r}.")
     if isinstance(n_null_draws, bool) or not isinstance(n_null_draws, (int, np.integer)) or n_null_draws < 10:
         raise DataError(f"n_null_draws must be an integer ≥ 10; got {n_null_draws!r}.")
-    if not 0 < gamma < 1:
-        raise DataError(f"gamma must lie in (0, 1); got {gamma!r}. It is the test's significance level.")
+    if isinstance(significance, bool) or not isinstance(significance, (int, float, np.number)) \
+            or not 0 < significance < 1:
+        raise DataError(
+            f"significance must lie in (0, 1); got {significance!r}. It is the test's level (per feature, or the "
+            "false-discovery rate with correction='bh'); pass for example significance=0.05."
+        )
     rng = as_rng(seed)
     values, F = Xv.values, Xv.shape[1]
     n_copies = 0
@@ -400,7 +405,7 @@ def forest_relevance(
         test = _shadow_calibrated(test, F)
     q = stats.false_discovery_control(test.p_value, method="bh")
     thr = test.mean_diff > 0
-    ht = thr & ((q if correction == "bh" else test.p_value) < gamma)
+    ht = thr & ((q if correction == "bh" else test.p_value) < significance)
     info = {
         "n_nodes": test.n_nodes.tolist(),
         "mean_gain": test.mean_gain.tolist(),
@@ -410,10 +415,10 @@ def forest_relevance(
         "q_value": q.tolist(),
         "selected_thr": thr.tolist(),
         "selected_ht": ht.tolist(),
-        "gamma": float(gamma),
+        "significance": float(significance),
         "null": null,
         "correction": correction,
-        "expected_false_positives": float(Xv.shape[1] * gamma),
+        "expected_false_positives": float(Xv.shape[1] * significance),
         "tree_sizes": records.tree_sizes.tolist(),
         "oob_error": records.oob_error,
         "n_trees": int(n_trees),
@@ -423,15 +428,16 @@ def forest_relevance(
 
 
 class ForestRelevanceSelector(BaseSelector):
-    """Select features by Rogers & Gunn's RF Thr (``mode="thr"``) or RF HT (``mode="ht"``, level ``gamma``).
+    """Select features by Rogers & Gunn's RF Thr (``mode="thr"``) or RF HT (``mode="ht"``, level
+    ``significance``).
 
     Parameters
     ----------
     n_trees : int
     mode : {"thr", "ht"}
-        RF Thr (mean IG_diff > 0) or RF HT (also the test at level ``gamma``).
-    gamma, null, correction, n_null_draws, dedup_bootstrap
-        As in :func:`forest_relevance` (``gamma`` is the test's significance level); the default shadow
+        RF Thr (mean IG_diff > 0) or RF HT (also the test at level ``significance``).
+    significance, null, correction, n_null_draws, dedup_bootstrap
+        As in :func:`forest_relevance` (``significance`` is the test's level, the chapter's γ); the default shadow
         null is calibrated and works for any number of classes.
     seed : int, Generator or None, default 0
         Randomness of the bootstrap, the trees and the shadow columns.
@@ -449,7 +455,7 @@ class ForestRelevanceSelector(BaseSelector):
     --------
     >>> rng = np.random.default_rng(1)
     >>> X = rng.random((200, 5)); y = (X[:, 3] > 0.5).astype(int)
-    >>> ForestRelevanceSelector(30, gamma=1e-3, seed=0).fit(X, y).get_support(indices=True).tolist()
+    >>> ForestRelevanceSelector(30, significance=1e-3, seed=0).fit(X, y).get_support(indices=True).tolist()
     [3]
     """
 
@@ -458,12 +464,12 @@ class ForestRelevanceSelector(BaseSelector):
     _min_samples = 2
 
     def __init__(
-        self, n_trees: int = 100, *, mode: str = "ht", gamma: float = 0.05, null: str = "shadow",
+        self, n_trees: int = 100, *, mode: str = "ht", significance: float = 0.05, null: str = "shadow",
         correction: str | None = None, n_null_draws: int = 250, dedup_bootstrap: bool = True, seed: Any = 0,
     ) -> None:
         self.n_trees = n_trees
         self.mode = mode
-        self.gamma = gamma
+        self.significance = significance
         self.null = null
         self.correction = correction
         self.n_null_draws = n_null_draws
@@ -475,7 +481,7 @@ class ForestRelevanceSelector(BaseSelector):
             raise DataError(f"mode must be 'thr' or 'ht'; got {self.mode!r}.")
         require_y(self, y, "ForestRelevanceSelector needs class labels: call fit(X, y) with y")
         fw = forest_relevance(
-            X, y, n_trees=self.n_trees, gamma=self.gamma, null=self.null, correction=self.correction,
+            X, y, n_trees=self.n_trees, significance=self.significance, null=self.null, correction=self.correction,
             n_null_draws=self.n_null_draws, dedup_bootstrap=self.dedup_bootstrap, seed=self.seed,
         )
         self.support_ = np.array(fw.info["selected_" + self.mode], dtype=bool)

@@ -535,11 +535,12 @@ def _block_bases(ops: list[_Affine], alpha: np.ndarray, k_within: int,
     return bases
 
 
-def _supervised_design(ops: list[_Affine], bases: dict[tuple[int, int], np.ndarray], gamma: float) -> _HadamardGram:
-    # G = Σ_l G^{ll} − γ Σ_{g≠h} G^{gh},  G^{gh} = (M^g M^gᵀ) ∘ (M^h Q^{gh} Q^{ghᵀ} M^hᵀ)
+def _supervised_design(ops: list[_Affine], bases: dict[tuple[int, int], np.ndarray],
+                       between_weight: float) -> _HadamardGram:
+    # G = Σ_l G^{ll} − γ Σ_{g≠h} G^{gh} (γ = between_weight),  G^{gh} = (M^g M^gᵀ) ∘ (M^h Q^{gh} Q^{ghᵀ} M^hᵀ)
     terms = []
     for (g, h), Qgh in bases.items():
-        terms.append((1.0 if g == h else -gamma, ops[g], ops[h].rmatmat(Qgh)))
+        terms.append((1.0 if g == h else -between_weight, ops[g], ops[h].rmatmat(Qgh)))
     return _HadamardGram(terms)
 
 
@@ -552,7 +553,7 @@ def _supervised_literal(op: _Affine, codes: np.ndarray, p: dict[str, Any]) -> QA
     for step in range(1, p["max_iter"] + 1):
         it = step
         bases = _block_bases(ops, alpha, p["k_within"], p["k_between"])
-        lam, new = _alpha_step(_supervised_design(ops, bases, p["gamma"]), p["solver"], alpha)
+        lam, new = _alpha_step(_supervised_design(ops, bases, p["between_weight"]), p["solver"], alpha)
         delta = float(np.linalg.norm(new - alpha))
         hist["objective"].append(lam)
         hist["delta"].append(delta)
@@ -580,16 +581,16 @@ _SUPERVISED: dict[str, Callable[[_Affine, np.ndarray, dict[str, Any]], QAlphaRes
 
 
 def supervised_q_alpha(X: Any, y: Any, *, variant: str = "literal", k_within: int = 2, k_between: int = 1,
-                       gamma: float = 0.5, normalize: str = "global", max_iter: int = 100, tol: float = 1e-6,
-                       solver: str = "auto") -> QAlphaResult:
+                       between_weight: float = 0.5, normalize: str = "global", max_iter: int = 100,
+                       tol: float = 1e-6, solver: str = "auto") -> QAlphaResult:
     """Supervised Q-α (Wolf & Shashua 2005, Definition 6, eq. 5).
 
     ``variant="literal"`` is the paper's: maximise the energy of the within-class blocks ``A^{ll}_α``
-    minus ``γ`` times that of the between-class blocks ``A^{gh}_α`` (``Q^{gh}`` = exact top
-    ``k_gh`` right singular vectors each cycle; ``k_ll = k_within``, ``k_gh = k_between``). Its G is
-    indefinite. What it does (tutorial 05, tests): it finds features that carry **within-class
-    structure** — on Weston's nonlinear problem (class = a mixture of two clusters) it keeps ≈ 1.75 of
-    the 2 relevant features — but it **penalises features that separate the classes by their mean**:
+    minus ``between_weight`` (the paper's γ) times that of the between-class blocks ``A^{gh}_α``
+    (``Q^{gh}`` = exact top ``k_gh`` right singular vectors each cycle; ``k_ll = k_within``,
+    ``k_gh = k_between``). Its G is indefinite. What it does (tutorial 05, tests): it finds features that
+    carry **within-class structure** — on Weston's nonlinear problem (class = a mixture of two clusters) it
+    keeps ≈ 1.75 of the 2 relevant features — but it **penalises features that separate the classes by their mean**:
     the between-class block of a ``±c`` feature holds as much energy as the within blocks, so on
     Weston's linear problem it keeps ≈ 0 relevant features (its objective is genuinely higher at the
     noise-dominated α it finds). ``variant="indicator"`` (a latentfs extension, not in the paper)
@@ -603,8 +604,12 @@ def supervised_q_alpha(X: Any, y: Any, *, variant: str = "literal", k_within: in
     y : array-like of shape (n_samples,)
         Class labels (at least 2 classes).
     variant : {"literal", "indicator"}
-    k_within, k_between, gamma : int, int, float
-        The paper's ``k_gh`` and ``γ`` (typical values 2, 1, 0.5).
+    k_within, k_between : int
+        The paper's ``k_gh``: ``k_ll`` for the within-class blocks, ``k_gh`` (g ≠ h) for the between-class
+        blocks (typical values 2 and 1).
+    between_weight : float, default 0.5
+        The paper's γ ≥ 0, the weight of the between-class energy subtracted from the within-class energy
+        (typical value 0.5; ``variant="indicator"`` does not use it).
     normalize : {"global", "class"}
         Centre and scale features over all samples (default) or within each class block.
 
@@ -624,10 +629,10 @@ def supervised_q_alpha(X: Any, y: Any, *, variant: str = "literal", k_within: in
     _check_iter(max_iter, tol)
     check_n_components(k_within, A.shape[0], name="k_within", what="the number of samples")
     check_n_components(k_between, A.shape[0], name="k_between", what="the number of samples")
-    check_positive(gamma, "gamma", allow_zero=True)
+    check_positive(between_weight, "between_weight", allow_zero=True)
     op = _row_preprocess(A, True, "X")
-    p = {"k_within": int(k_within), "k_between": int(k_between), "gamma": float(gamma), "normalize": normalize,
-         "max_iter": int(max_iter), "tol": float(tol), "solver": solver}
+    p = {"k_within": int(k_within), "k_between": int(k_between), "between_weight": float(between_weight),
+         "normalize": normalize, "max_iter": int(max_iter), "tol": float(tol), "solver": solver}
     res = _SUPERVISED[variant](op, codes, p)
     if variant == "literal" and np.any(res.alpha < -1e-8):
         warnings.warn(
@@ -737,8 +742,8 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
     Parameters
     ----------
     n_features_to_select : int, "gap" or None
-    variant, k_within, k_between, gamma, normalize, max_iter, tol, solver
-        As in :func:`supervised_q_alpha` (``gamma`` is the paper's between-class penalty γ, not a kernel width).
+    variant, k_within, k_between, between_weight, normalize, max_iter, tol, solver
+        As in :func:`supervised_q_alpha` (``between_weight`` is the paper's between-class penalty γ).
 
     Attributes
     ----------
@@ -764,13 +769,13 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
     _min_samples = 2
 
     def __init__(self, n_features_to_select: int | str | None = None, *, variant: str = "indicator",
-                 k_within: int = 2, k_between: int = 1, gamma: float = 0.5, normalize: str = "global",
+                 k_within: int = 2, k_between: int = 1, between_weight: float = 0.5, normalize: str = "global",
                  max_iter: int = 100, tol: float = 1e-6, solver: str = "auto") -> None:
         self.n_features_to_select = n_features_to_select
         self.variant = variant
         self.k_within = k_within
         self.k_between = k_between
-        self.gamma = gamma
+        self.between_weight = between_weight
         self.normalize = normalize
         self.max_iter = max_iter
         self.tol = tol
@@ -780,8 +785,9 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
         require_y(self, y, "y is required for SupervisedQAlpha; pass the class labels, or use QAlpha")
         _, names = _as_matrix(X)
         res = supervised_q_alpha(X, y, variant=self.variant, k_within=self.k_within, k_between=self.k_between,
-                                 gamma=self.gamma, normalize=self.normalize, max_iter=self.max_iter,
-                                 tol=self.tol, solver=self.solver)
+                                 between_weight=self.between_weight, normalize=self.normalize,
+                                 max_iter=self.max_iter, tol=self.tol, solver=self.solver)
         self.result_, self.n_iter_ = res, res.n_iter
         return FeatureWeights(res.alpha, f"q_alpha.supervised.{self.variant}", feature_names=names,
-                              info={"gamma": self.gamma, "objective": res.objective, "n_iter": res.n_iter})
+                              info={"between_weight": self.between_weight, "objective": res.objective,
+                                    "n_iter": res.n_iter})

@@ -152,7 +152,7 @@ def test_errors_constraints():
         LoadingConstraints.fixed([0.0, 1.0])
     with pytest.raises(DataError, match="constraints must be a LoadingConstraints"):
         FactorAnalysis(2, constraints=np.zeros((3, 1, 2)))
-    with pytest.raises(DataError, match="constraints must have n_factors=3 columns; got 2"):
+    with pytest.raises(DataError, match=r"constraints must have n_components=3 columns \(one per factor\); got 2"):
         FactorAnalysis(3, constraints=LoadingConstraints.fixed([[0.0, np.nan]]))
 
 
@@ -161,7 +161,7 @@ def test_errors_hyperparameters_and_simulate():
         FactorAnalysis(1, noise_shape=2.0)
     with pytest.raises(DataError, match="loading_scale must be finite and positive"):
         FactorAnalysis(1, loading_scale=-1.0)
-    with pytest.raises(DataError, match="n_factors must be at least 1"):
+    with pytest.raises(DataError, match="n_components must be at least 1"):
         FactorAnalysis(0)
     fa = FactorAnalysis(2)
     with pytest.raises(DataError, match="simulate needs loadings: its prior is flat"):

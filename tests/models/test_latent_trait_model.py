@@ -72,7 +72,7 @@ def _pyro_log_density(model: LatentTrait, params: dict, X: np.ndarray, nodes: np
 )
 def test_quadrature_marginal_matches_the_pyro_model_integrated_by_a_high_order_rule(model, params, n_nodes, ref_nodes):
     X = model.simulate(40, **params, missing_fraction=0.1, seed=2)["items"]
-    q = model.n_traits
+    q = model.n_components
     # The engine's marginal on its default grid …
     levels = model.levels(X.shape[1])
     c = np.asarray(params["intercepts"], dtype=np.float64)
@@ -123,8 +123,8 @@ def test_quadrature_marginal_matches_monte_carlo():
         ([[0, 1, 1], [1, 0, 1], [2, 1, 0], [1, 2, 0]], LatentTrait(1, n_levels=[3, 3, 3]), r"never uses category \[2\]"),
         ([[0, 1, 1], [1, 0, 1], [-1, 1, 0]], LatentTrait(1, n_levels=3), "ordinal item codes 0, 1"),
         ([[0, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 0]], LatentTrait(2),
-         "n_traits=2 is more than 3 items can identify: the model has 8 free parameters but .* only 7"),
-        ([[0, 1], [1, 0], [1, 1]], LatentTrait(1), "n_traits=1 is more than 2 items can identify"),
+         r"n_components=2 \(latent traits\) is more than 3 items can identify: the model has 8 free parameters but .* only 7"),
+        ([[0, 1], [1, 0], [1, 1]], LatentTrait(1), r"n_components=1 \(latent traits\) is more than 2 items can identify"),
         ([[0, 1, 1]], LatentTrait(1), "needs at least 2 rows"),
         ([[np.nan, 1, 1], [np.nan, 0, 1], [np.nan, 1, 0]], LatentTrait(1), "entirely missing"),
     ],
@@ -137,8 +137,8 @@ def test_bad_data_is_refused(X, model, match):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"n_traits": 0}, "n_traits must be an integer ≥ 1"),
-        ({"n_traits": 1.0}, r"n_traits must be an integer ≥ 1; got 1.0 \(float\). Write 1 instead"),
+        ({"n_components": 0}, "n_components must be an integer ≥ 1"),
+        ({"n_components": 1.0}, r"n_components must be an integer ≥ 1; got 1.0 \(float\). Write 1 instead"),
         ({"n_levels": 1}, "n_levels must be an integer ≥ 2"),
         ({"n_levels": [2, 1.5]}, "n_levels must be an integer ≥ 2"),
     ],

@@ -135,7 +135,7 @@ def test_selector_modes():
     X = rng.random((250, 8))
     y = (X[:, 2] + 0.5 * X[:, 5] > 0.75).astype(int)
     # the chapter's test as printed (null="midpoint"); the calibrated default is checked below
-    ht = ForestRelevanceSelector(60, mode="ht", gamma=1e-4, null="midpoint", seed=0).fit(X, y)
+    ht = ForestRelevanceSelector(60, mode="ht", significance=1e-4, null="midpoint", seed=0).fit(X, y)
     thr = ForestRelevanceSelector(60, mode="thr", null="midpoint", seed=0).fit(X, y)
     assert {2, 5} <= set(ht.get_support(indices=True))
     assert set(ht.get_support(indices=True)) <= set(thr.get_support(indices=True))
@@ -155,8 +155,8 @@ def test_errors():
         forest_relevance(X, y, n_null_draws=5)
     with pytest.raises(DataError, match="n_trees must be a positive integer; got 0"):
         forest_relevance(X, y, n_trees=0)
-    with pytest.raises(DataError, match=r"gamma must lie in \(0, 1\); got 1.5"):
-        forest_relevance(X, y, gamma=1.5)
+    with pytest.raises(DataError, match=r"significance must lie in \(0, 1\); got 1.5"):
+        forest_relevance(X, y, significance=1.5)
     with pytest.raises(DataError, match="seed must be an int"):
         forest_relevance(X, y, seed="zero")
     with pytest.raises(DataError, match=r"n \(node size\) must be at least 2; got 1"):

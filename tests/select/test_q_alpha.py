@@ -349,7 +349,7 @@ def test_supervised_literal_works_on_mean_shift_but_its_criterion_prefers_noise_
     y = np.repeat([0, 1], 20)
     X = rng.normal(size=(40, 15))
     X[:, :3] += 4 * y[:, None]
-    a = supervised_q_alpha(X, y, variant="literal", gamma=0.0).alpha
+    a = supervised_q_alpha(X, y, variant="literal", between_weight=0.0).alpha
     assert sorted(np.argsort(-a)[:3].tolist()) == [0, 1, 2]
     # Weston linear: the literal objective is *larger* at the noise-dominated α it finds than at α
     # spread over the 6 relevant features, so the failure is the criterion, not the optimiser
@@ -419,8 +419,8 @@ def test_bad_input_messages(rng):
         select_by_gap([1.0])
     with pytest.raises(DataError, match="normalize must be one of"):
         supervised_q_alpha(X, np.arange(10) % 2, normalize="none")
-    with pytest.raises(DataError, match="gamma must be finite and non-negative"):
-        supervised_q_alpha(X, np.arange(10) % 2, gamma=-1)
+    with pytest.raises(DataError, match="between_weight must be finite and non-negative"):
+        supervised_q_alpha(X, np.arange(10) % 2, between_weight=-1)
 
 
 def test_kernel_bad_input(rng):

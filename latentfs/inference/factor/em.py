@@ -95,9 +95,9 @@ def _flag_heywood(post: Posterior, values: np.ndarray, floor: torch.Tensor, *, w
         warnings.warn(
             f"FactorAnalysis {method}: Heywood case: the noise variance of {listed} is at or near zero, so "
             "that feature is explained entirely by the factors and the fit sits on the boundary of the "
-            "parameter space (the likelihood can be flat or still rising there). Try fewer n_factors, more "
-            "starts (n_init=10), a noise prior with method='map', or drop a feature that is almost a linear "
-            "combination of others.",
+            "parameter space (the likelihood can be flat or still rising there). Try fewer factors "
+            "(n_components), more starts (n_init=10), a noise prior with method='map', or drop a feature that "
+            "is almost a linear combination of others.",
             HeywoodWarning,
             stacklevel=4,
         )
@@ -110,7 +110,7 @@ class FAParams:
 
     Attributes
     ----------
-    loadings : Tensor (n_features, n_factors)
+    loadings : Tensor (n_features, n_components)
         W (Titterington), A = S^t (Gruber & Weiss).
     noise_variance : Tensor (n_features,)
         diag Λ (Ψ in Gruber & Weiss).
@@ -422,11 +422,11 @@ def _validate_fa(model: Any, X: Any) -> Any:
         raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
     data = as_continuous(X, missing="allow", allow_constant=False, min_samples=2)
     n, d = data.shape
-    q = model.n_factors
+    q = model.n_components
     if d < 2:
         raise DataError(f"X must have at least 2 features for factor analysis; got {d}. Pass more columns.")
-    check_n_components(q, d - 1, name="n_factors", what=f"one less than the number of features, {d}")
-    check_n_components(q, n, name="n_factors", what=f"the number of samples, {n}")
+    check_n_components(q, d - 1, what=f"one less than the number of features, {d}")
+    check_n_components(q, n, what=f"the number of samples, {n}")
     if model.constraints is not None and model.constraints.n_features != d:
         raise DataError(
             f"constraints must have one block per feature ({d}); got {model.constraints.n_features}."
@@ -460,7 +460,7 @@ def _noise_floor(values: np.ndarray, regularization: float | None, dtype: torch.
 
 def fa_initial_params(
     values: np.ndarray,
-    n_factors: int,
+    n_components: int,
     *,
     init: Any,
     generator: torch.Generator,
@@ -471,7 +471,7 @@ def fa_initial_params(
     """Initial parameters: ``"pca"`` (principal axes of the covariance of the mean-imputed data),
     ``"random"`` (small Gaussian loadings), or a dict with ``loadings`` and ``noise_variance``
     (and optionally ``mean``)."""
-    d = values.shape[1]
+    d, n_factors = values.shape[1], int(n_components)
     if covariance is None:
         mean = np.nanmean(values, axis=0)
         filled = np.where(np.isnan(values), mean, values)
@@ -528,7 +528,7 @@ def _project(params: FAParams, constraints: LoadingConstraints | None) -> FAPara
 
 def _mstep_spec(model: FactorAnalysis, use_priors: bool, floor: torch.Tensor) -> tuple[_MStepSpec, str]:
     dtype, device = floor.dtype, floor.device
-    q = model.n_factors
+    q = model.n_components
     prior = None
     if use_priors and (model.loading_scale is not None or model.mean_scale is not None):
         p = np.zeros(q + 1)
@@ -605,7 +605,7 @@ def _fit_fa(
         except torch.linalg.LinAlgError:
             raise DataError(
                 "the model covariance became singular during EM (a noise variance collapsed to zero: a "
-                "Heywood case); pass regularization=1e-3 to floor the noise variances, or fewer n_factors."
+                "Heywood case); pass regularization=1e-3 to floor the noise variances, or fewer factors (n_components)."
             ) from None
         objective = stats.loglik + (fa_log_prior(model, state) if use_priors else 0.0)
         return fa_mstep(stats, data, state, spec, variant), float(objective)
@@ -614,7 +614,7 @@ def _fit_fa(
 
     def one(r: int) -> OptimizerRun:
         # The first start is ``init``; the others are random (small Gaussian loadings).
-        start = fa_initial_params(values, model.n_factors, init=init if r == 0 else "random", generator=gen,
+        start = fa_initial_params(values, model.n_components, init=init if r == 0 else "random", generator=gen,
                                   dtype=dtype, device=device, covariance=cov)
         start = _project(start, model.constraints)
         start = FAParams(start.loadings, torch.maximum(start.noise_variance, floor), start.mean)
@@ -689,7 +689,7 @@ def _fa_posterior(model: FactorAnalysis, matrix: Any, data: FAData, run: Any, me
     W, psi = p["loadings"], p["noise_variance"]
     common = (W**2).sum(1)
     communality = common / (common + psi)
-    q = model.n_factors
+    q = model.n_components
     loglik = float(ll_rows.sum())
     n_obs_entries = float(data.count.sum())
     d = W.shape[0]

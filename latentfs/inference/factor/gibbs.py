@@ -286,7 +286,7 @@ def gibbs_factor_analysis(
     matrix = _validate_fa(model, X)  # no singular-covariance check: the priors keep the posterior proper
     values = matrix.values
     check_moments(values)
-    q = model.n_factors
+    q = model.n_components
     if align is None:
         if model.constraints is None:
             align = "procrustes"

@@ -41,11 +41,14 @@ __all__ = [
 
 
 def orthomax(
-    loadings: Any, gamma: float = 1.0, *, normalize: bool = True, max_iter: int = 500, tol: float = 1e-10
+    loadings: Any, coefficient: float = 1.0, *, normalize: bool = True, max_iter: int = 500, tol: float = 1e-10
 ) -> tuple[np.ndarray, np.ndarray]:
     """Orthomax rotation: R maximising Σ_k [Σ_j L_jk⁴ − (γ/p)(Σ_j L_jk²)²], L = W R; returns (W R, R).
 
-    ``normalize`` applies Kaiser's row normalisation (rows scaled to unit length while rotating).
+    ``coefficient`` is the family's γ (Harman 1976; MATLAB's ``rotatefactors`` calls it ``Coeff``): 1 gives
+    varimax, 0 quartimax, q/2 equamax. It is not named ``gamma``, which the library keeps for the RBF width
+    and the DCA concentration. ``normalize`` applies Kaiser's row normalisation (rows scaled to unit length
+    while rotating).
 
     Examples
     --------
@@ -56,7 +59,7 @@ def orthomax(
     """
     A = np.asarray(loadings, dtype=np.float64)
     if A.ndim != 2:
-        raise DataError(f"loadings must be 2-D (n_features, n_factors); got shape {A.shape}.")
+        raise DataError(f"loadings must be 2-D (n_features, n_components); got shape {A.shape}.")
     p, k = A.shape
     if k == 1:
         return A.copy(), np.eye(1)
@@ -70,7 +73,7 @@ def orthomax(
         largest = 0.0
         for a in range(k - 1):
             for b in range(a + 1, k):
-                phi = _orthomax_angle(B[:, a], B[:, b], gamma)
+                phi = _orthomax_angle(B[:, a], B[:, b], coefficient)
                 largest = max(largest, abs(phi))
                 c, s_ = np.cos(phi), np.sin(phi)
                 G = np.array([[c, -s_], [s_, c]])
@@ -81,13 +84,13 @@ def orthomax(
     return A @ R, R
 
 
-def _orthomax_angle(x: np.ndarray, y: np.ndarray, gamma: float) -> float:
+def _orthomax_angle(x: np.ndarray, y: np.ndarray, coefficient: float) -> float:
     """Angle φ maximising the orthomax criterion of the pair (x cos φ + y sin φ, −x sin φ + y cos φ)."""
     p = x.size
     u, v = x**2 - y**2, 2 * x * y
     A, B = u.sum(), v.sum()
     C, D = (u**2 - v**2).sum(), 2 * (u * v).sum()
-    return 0.25 * float(np.arctan2(D - gamma * 2 * A * B / p, C - gamma * (A**2 - B**2) / p))
+    return 0.25 * float(np.arctan2(D - coefficient * 2 * A * B / p, C - coefficient * (A**2 - B**2) / p))
 
 
 def varimax(loadings: Any, *, normalize: bool = True) -> tuple[np.ndarray, np.ndarray]:

@@ -239,7 +239,10 @@ class HDDC(ClusterMixin, _HDDBase):
     n_dims, threshold, noise_ctrl : as in :class:`HDDA`
     criterion : {"bic", "icl"}, default "bic"
         Used to choose among several models / numbers of components (lower is better).
-    init : {"kmeans", "random"} or array of labels, default "kmeans"
+    init : {"kmeans", "kmeans++", "random"} or array of labels, default "kmeans"
+        The mixtures' starts (:mod:`latentfs.inference.mixture.starts`): ``"kmeans"`` one scikit-learn
+        k-means run, ``"kmeans++"`` k-means++ seeding alone (rows to the nearest seed), ``"random"`` a
+        random partition.
     n_init : int, default 4
         Restarts (the best log-likelihood wins).
     max_iter, tol : EM stopping rule (relative change of the log-likelihood).

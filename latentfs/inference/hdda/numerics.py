@@ -42,6 +42,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 from scipy.special import logsumexp
+from sklearn.cluster import KMeans, kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 
 from latentfs.core.data import DataError, as_rng, check_choice, check_float
 from latentfs.core.driver import OptimizerRun, best_run, run_optimizer
@@ -963,37 +965,42 @@ def hddc_em_step(
     return HDDCState(m_step(new_resp), new_resp), float(row.sum())
 
 
-def _kmeans_resp(X: np.ndarray, k: int, rng: np.random.Generator, n_iter: int = 30) -> np.ndarray:
-    """k-means++ seeding + Lloyd iterations; returns one-hot assignments (the HDclassif default init)."""
-    n = X.shape[0]
-    centres = [X[rng.integers(n)]]
-    d2 = ((X - centres[0]) ** 2).sum(1)
-    for _ in range(1, k):
-        prob = d2 / d2.sum() if d2.sum() > 0 else np.full(n, 1.0 / n)
-        centres.append(X[rng.choice(n, p=prob)])
-        d2 = np.minimum(d2, ((X - centres[-1]) ** 2).sum(1))
-    C = np.vstack(centres)
-    sq = (X**2).sum(1)
-    labels = np.full(n, -1)
-    for _ in range(n_iter):
-        dist = sq[:, None] - 2 * X @ C.T + (C**2).sum(1)[None, :]
-        new = dist.argmin(1)
-        if np.array_equal(new, labels):
-            break
-        labels = new
-        for j in range(k):
-            members = labels == j
-            C[j] = X[members].mean(0) if members.any() else X[rng.integers(n)]
+def _sklearn_seed(rng: np.random.Generator) -> int:
+    """A scikit-learn ``random_state`` drawn from the fit's generator (one seed drives both)."""
+    return int(rng.integers(0, 2**31 - 1))
+
+
+def _kmeans_resp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """One scikit-learn ``KMeans`` run (k-means++ seeding, then Lloyd iterations; the HDclassif default
+    init); returns one-hot assignments. The same start as the mixtures' ``init="kmeans"``
+    (:mod:`latentfs.inference.mixture.starts`)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SklearnConvergenceWarning)  # fewer distinct rows than k: EM decides
+        labels = KMeans(k, n_init=1, random_state=_sklearn_seed(rng)).fit(X).labels_
     return np.eye(k)[labels]
 
 
+def _kmeans_plus_plus_resp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding alone (Arthur & Vassilvitskii 2007; scikit-learn's ``kmeans_plusplus``): each row
+    goes to its nearest seed, as the mixtures' ``init="kmeans++"``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SklearnConvergenceWarning)
+        centres, _ = kmeans_plusplus(X, k, random_state=_sklearn_seed(rng))
+    dist2 = (X * X).sum(1)[:, None] - 2 * X @ centres.T + (centres * centres).sum(1)
+    return np.eye(k)[dist2.argmin(1)]
+
+
 def _random_resp(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """A random partition: each row to a uniformly drawn cluster (hard labels, as HDclassif's random init)."""
     return np.eye(k)[rng.integers(k, size=X.shape[0])]
 
 
-#: Initialisations: name -> f(X, k, rng) -> responsibilities (n, k).
+#: Initialisations: name -> f(X, k, rng) -> responsibilities (n, k); the same names and meanings as the
+#: mixtures' (:data:`latentfs.inference.mixture.starts.INITIALISATIONS`), except that ``"random"`` is a
+#: random hard partition here (the mixtures draw soft responsibilities).
 INITIALISATIONS: dict[str, Callable[[np.ndarray, int, np.random.Generator], np.ndarray]] = {
     "kmeans": _kmeans_resp,
+    "kmeans++": _kmeans_plus_plus_resp,
     "random": _random_resp,
 }
 
@@ -1018,7 +1025,8 @@ def fit_hddc(
 ) -> HDDCFit:
     """HDDC by EM with restarts (Bouveyron, Girard & Schmid 2007, CSDA; digest §2.7).
 
-    Each restart starts from ``init`` (``"kmeans"``, ``"random"`` or a label vector), iterates
+    Each restart starts from ``init`` (``"kmeans"``, ``"kmeans++"``, ``"random"`` or a label vector; see
+    :data:`INITIALISATIONS`), iterates
     :func:`hddc_em_step` through :func:`latentfs.core.driver.run_optimizer`, and the run with the
     highest log-likelihood wins (:func:`~latentfs.core.driver.best_run`). Runs in which a cluster falls
     below ``min_size`` points are dropped. With Cattell's rule inside EM the d_i may change between

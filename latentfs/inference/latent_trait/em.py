@@ -63,9 +63,9 @@ __all__ = [
 ]
 
 
-def default_n_nodes(n_traits: int) -> int:
+def default_n_nodes(n_components: int) -> int:
     """21 nodes for one trait (as R's ltm), 15 per trait for two, 7 per trait beyond."""
-    return 21 if n_traits == 1 else (15 if n_traits == 2 else 7)
+    return 21 if n_components == 1 else (15 if n_components == 2 else 7)
 
 
 def check_options(seed: Any, max_iter: Any, tol: Any, n_init: Any, dtype: Any, device: Any) -> tuple[Any, ...]:
@@ -78,7 +78,7 @@ def check_options(seed: Any, max_iter: Any, tol: Any, n_init: Any, dtype: Any, d
 
 
 def initial_params(
-    values: np.ndarray, levels: np.ndarray, n_traits: int, *, init: str, generator: torch.Generator,
+    values: np.ndarray, levels: np.ndarray, n_components: int, *, init: str, generator: torch.Generator,
     dtype: torch.dtype, device: Any,
 ) -> TraitParams:
     """A start. ``"pca"`` takes the top principal axes of the items' correlation matrix as underlying-variable
@@ -86,7 +86,7 @@ def initial_params(
     al. 2011, §7.5); ``"random"`` draws α_jk ~ N(0, 1). Intercepts are the logits of the cumulative
     proportions P̂(y_j ≥ s), widened by √(1 + ‖α_j‖²/1.7²)."""
     n, p = values.shape
-    q = n_traits
+    q = n_components
     if init == "pca":
         filled = np.where(np.isnan(values), np.nanmean(values, axis=0), values)
         corr = np.nan_to_num(np.atleast_2d(np.corrcoef(filled, rowvar=False))) + 1e-9 * np.eye(p)
@@ -246,7 +246,7 @@ def build_posterior(
     at the fitted parameters) in extras, the quadrature log-likelihood per person."""
     ll: np.ndarray | None
     if n_nodes is not None:
-        nodes, logw = gauss_hermite_grid(model.n_traits, n_nodes, dtype=params.intercepts.dtype,
+        nodes, logw = gauss_hermite_grid(model.n_components, n_nodes, dtype=params.intercepts.dtype,
                                          device=params.intercepts.device)
         eap, sd, ll = trait_posterior(params, data, nodes, logw)
     elif fitted_traits is not None:  # too many traits for the grid: the variational q(z) stands in
@@ -366,16 +366,16 @@ def em_latent_trait(
     started = time.perf_counter()
     seed, max_iter, tol, n_init, dtype, device = check_options(seed, max_iter, tol, n_init, dtype, device)
     check_choice("init", init, ("pca", "random"))
-    n_nodes = default_n_nodes(model.n_traits) if n_nodes is None else check_int("n_nodes", n_nodes, low=2)
+    n_nodes = default_n_nodes(model.n_components) if n_nodes is None else check_int("n_nodes", n_nodes, low=2)
     matrix, levels, data = setup(model, X, dtype, device)
-    nodes, logw = gauss_hermite_grid(model.n_traits, n_nodes, dtype=dtype, device=device)
+    nodes, logw = gauss_hermite_grid(model.n_components, n_nodes, dtype=dtype, device=device)
     gen = make_generator(seed)
 
     def step(state: TraitParams) -> tuple[TraitParams, float]:
         return em_step(state, data, nodes, logw)
 
     def one(r: int) -> OptimizerRun:
-        start = initial_params(matrix.values, levels, model.n_traits, init=init if r == 0 else "random",
+        start = initial_params(matrix.values, levels, model.n_components, init=init if r == 0 else "random",
                                generator=gen, dtype=dtype, device=device)
         return run_optimizer(start, step, max_iter=max_iter, tol=tol, desc="LatentTrait em", progress=progress,
                              warn=False)

@@ -40,7 +40,7 @@ __all__ = [
     "MAX_NODES",
 ]
 
-#: The largest product grid EM builds (n_nodes ** n_traits); past it, lower n_nodes or use method="vb".
+#: The largest product grid EM builds (n_nodes ** n_components); past it, lower n_nodes or use method="vb".
 MAX_NODES = 20000
 _LN2 = math.log(2.0)
 
@@ -52,7 +52,7 @@ class TraitParams:
     Attributes
     ----------
     intercepts : Tensor (n_items, S_max − 1); α_js (decreasing in s; entries past S_j − 1 are padding, 0).
-    discrimination : Tensor (n_items, n_traits); α_j.
+    discrimination : Tensor (n_items, n_components); α_j.
     """
 
     intercepts: torch.Tensor
@@ -93,7 +93,7 @@ class ItemData:
 
 
 def gauss_hermite_grid(
-    n_traits: int, n_nodes: int, *, dtype: torch.dtype = torch.float64, device: Any = "cpu"
+    n_components: int, n_nodes: int, *, dtype: torch.dtype = torch.float64, device: Any = "cpu"
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Product Gauss–Hermite rule for N(0, I_q): nodes (G, q) and log-weights (G,), G = n_nodes ** q.
 
@@ -103,17 +103,17 @@ def gauss_hermite_grid(
     >>> round(float((logw.exp() * z[:, 0] ** 2).sum()), 12)  # E[z²] = 1, exact for this rule
     1.0
     """
-    size = int(n_nodes) ** int(n_traits)
+    size = int(n_nodes) ** int(n_components)
     if size > MAX_NODES:
         raise DataError(
-            f"n_nodes={n_nodes} with n_traits={n_traits} gives a product grid of {size} nodes, over the limit of "
-            f"{MAX_NODES}. Lower n_nodes (e.g. n_nodes=7 for three traits) or use method='vb'."
+            f"n_nodes={n_nodes} with n_components={n_components} (traits) gives a product grid of {size} nodes, over "
+            f"the limit of {MAX_NODES}. Lower n_nodes (e.g. n_nodes=7 for three traits) or use method='vb'."
         )
     x, w = np.polynomial.hermite.hermgauss(int(n_nodes))
     z1 = math.sqrt(2.0) * x
     logw1 = np.log(w) - 0.5 * math.log(math.pi)
-    grids = np.meshgrid(*([z1] * n_traits), indexing="ij")
-    lgrids = np.meshgrid(*([logw1] * n_traits), indexing="ij")
+    grids = np.meshgrid(*([z1] * n_components), indexing="ij")
+    lgrids = np.meshgrid(*([logw1] * n_components), indexing="ij")
     nodes = np.stack([g.ravel() for g in grids], -1)
     logw = np.sum([g.ravel() for g in lgrids], axis=0)
     return torch.as_tensor(nodes, dtype=dtype, device=device), torch.as_tensor(logw, dtype=dtype, device=device)

@@ -167,7 +167,7 @@ def vb_latent_trait(
     observed = data.onehot.sum(-1)
     counts = data.counts
     gen = make_generator(seed)
-    q = model.n_traits
+    q = model.n_components
 
     def step(state: VBState) -> tuple[VBState, float]:
         value = elbo(state, y, observed, counts)

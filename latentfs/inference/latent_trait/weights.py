@@ -70,8 +70,9 @@ def discrimination_weights(
         from latentfs.core.registry import fit
 
         values = np.asarray(getattr(X, "values", X), dtype=np.float64)
-        hp = post.hyperparameters
-        model = LatentTrait(int(hp["n_traits"]), n_levels=hp.get("n_levels"))
+        # The number of traits is read off the fitted discriminations, so a result saved before the
+        # hyperparameter was renamed (n_traits -> n_components) refits the same model.
+        model = LatentTrait(A.shape[1], n_levels=post.hyperparameters.get("n_levels"))
         rng = as_rng(seed)
         reps: list[np.ndarray] = []
         redrawn = 0
@@ -96,7 +97,7 @@ def discrimination_weights(
 def item_characteristic_curves(source: Any, z: Any) -> np.ndarray:
     """P(y_j = s | z) at the fitted item parameters, shape (n_points, n_items, S_max) (padding 0).
 
-    ``z`` is (n_points,) for one trait or (n_points, n_traits). For a binary item P(y_j = 1 | z) is
+    ``z`` is (n_points,) for one trait or (n_points, n_components). For a binary item P(y_j = 1 | z) is
     ``curves[:, j, 1]``, the item characteristic curve σ(α_j0 + α_jᵀ z).
     """
     post = _posterior_of(source)

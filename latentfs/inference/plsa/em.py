@@ -88,7 +88,7 @@ def _topic_word_of(source: Any) -> np.ndarray:
     tw = np.asarray(source, dtype=np.float64)
     if tw.ndim != 2 or (tw < 0).any() or not np.isfinite(tw).all() or (tw.sum(1) <= 0).any():
         raise DataError(
-            "topic_word must be a fitted result or a (n_aspects, n_features) array of non-negative rows with "
+            "topic_word must be a fitted result or a (n_components, n_features) array of non-negative rows with "
             f"positive sums; got an array of shape {tw.shape}. Pass result or result.mean('topic_word')."
         )
     return tw / tw.sum(1, keepdims=True)
@@ -323,7 +323,7 @@ def fit_plsa(
     if X_valid is not None and validation_fraction is not None:
         raise DataError("pass either X_valid or validation_fraction, not both.")
     counts = as_counts(X, name="X")
-    K = model.n_aspects
+    K = model.n_components
     if validation_fraction is not None:
         frac = _check_unit("validation_fraction", validation_fraction, closed_high=False)
         rng = as_rng(seed)  # a torch.Generator seeds it by one draw: identical calls split identically
@@ -345,7 +345,7 @@ def fit_plsa(
         )
     if K > min(counts.n_documents, counts.n_features):
         raise DataError(
-            f"n_aspects must be at most {min(counts.n_documents, counts.n_features)} (the smaller of the numbers "
+            f"n_components must be at most {min(counts.n_documents, counts.n_features)} (the smaller of the numbers "
             f"of documents and features); got {K}. Choose fewer aspects."
         )
     data = prepare(counts, dtype=dtype, device=device)
@@ -454,7 +454,7 @@ def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, select
                            zero_probability_validation_tokens=stopper.validation.zero_history[stopper.best_iter]
                            if 0 <= stopper.best_iter < len(stopper.validation.zero_history) else 0)
     coords = {
-        "component": [f"z{k}" for k in range(model.n_aspects)],
+        "component": [f"z{k}" for k in range(model.n_components)],
         "feature": list(data.counts.feature_names),
         "document": list(data.counts.document_names),
     }

@@ -43,7 +43,7 @@ def _em_trace(model, X, *, use_priors=False, n_steps=60, use_moments=True, varia
     data = fem.prepare_fa_data(X, dtype=torch.float64, device="cpu", use_moments=use_moments)
     floor = torch.full((X.shape[1],), 1e-10)
     spec, var = fem._mstep_spec(model, use_priors, floor)
-    p = fem.fa_initial_params(X, model.n_factors, init="random", generator=torch.Generator().manual_seed(1),
+    p = fem.fa_initial_params(X, model.n_components, init="random", generator=torch.Generator().manual_seed(1),
                               dtype=torch.float64, device="cpu")
     p = fem._project(p, model.constraints)
     objective, states = [], []
@@ -294,9 +294,9 @@ def test_error_singular_covariance_suggests_regularisation():
 
 def test_error_too_many_factors_or_components():
     X, *_ = _data(n=50)
-    with pytest.raises(DataError, match="n_factors must be at most 7 .one less than the number of features"):
+    with pytest.raises(DataError, match="n_components must be at most 7 .one less than the number of features"):
         fit(FactorAnalysis(8), X, method="em")
-    with pytest.raises(DataError, match="n_factors must be at most 3 .the number of samples, 3"):
+    with pytest.raises(DataError, match="n_components must be at most 3 .the number of samples, 3"):
         fit(FactorAnalysis(4), X[:3], method="em", regularization=1e-3)
     with pytest.raises(DataError, match="n_components must be at most 3 .the number of samples, 3"):
         fit(MixtureOfFactorAnalyzers(4, 1), X[:3], method="em")

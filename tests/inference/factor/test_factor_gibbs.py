@@ -39,7 +39,7 @@ def _log_joint(model, X, params, z):
 
 
 def _prior_precision(model):
-    q = model.n_factors
+    q = model.n_components
     return torch.tensor([1 / model.loading_scale**2] * q + [1 / model.mean_scale**2])
 
 

@@ -58,7 +58,7 @@ def test_fa_heywood_case_is_detected_and_warned():
     from latentfs.inference.factor.em import HeywoodWarning
 
     X = _wine(scaled=False)
-    with pytest.warns(HeywoodWarning, match=r"Heywood case.*fewer n_factors"):
+    with pytest.warns(HeywoodWarning, match=r"Heywood case.*fewer factors \(n_components\)"):
         post = fit(FactorAnalysis(4), X, method="em")
     assert len(post.diagnostics["heywood_features"]) == 1
 

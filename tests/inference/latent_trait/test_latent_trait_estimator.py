@@ -86,7 +86,7 @@ def test_vb_method_through_the_estimator(lsat):
         (LatentTraitAnalyzer(n_bins=1), [[0, 1, 1], [1, 0, 1], [0, 1, 0]], "n_bins must be an integer ≥ 2"),
         (LatentTraitAnalyzer(method="gibbs"), [[0, 1, 1], [1, 0, 1], [0, 1, 0]], "method must be one of"),
         (LatentTraitAnalyzer(2), [[0, 1, 1], [1, 0, 1], [0, 1, 0], [1, 1, 0]],
-         "n_traits=2 is more than 3 items can identify"),
+         r"n_components=2 \(latent traits\) is more than 3 items can identify"),
         (LatentTraitAnalyzer(n_levels=[3, 3, 3], method="vb"), [[0, 1, 2], [1, 2, 0], [2, 0, 1]],
          "method='vb' .* takes binary items"),
     ],

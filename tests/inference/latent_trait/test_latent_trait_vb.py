@@ -27,7 +27,7 @@ def test_bound_never_falls_and_stays_below_the_log_likelihood(model, params):
     assert post.diagnostics["elbo"] <= post.diagnostics["log_likelihood"]
     assert post.diagnostics["bound_gap"] > 0
     assert post.kind("traits") == "distribution" and post.kind("discrimination") == "point"
-    assert post.samples("traits", 10).shape == (1, 10, 400, model.n_traits)
+    assert post.samples("traits", 10).shape == (1, 10, 400, model.n_components)
 
 
 def test_jaakkola_jordan_bound_is_a_lower_bound_tight_at_xi():

@@ -188,9 +188,9 @@ def test_bad_fit_options(X, options, match):
 
 
 def test_bad_model_and_fold_in_inputs(X):
-    with pytest.raises(DataError, match="n_aspects must be a positive integer"):
+    with pytest.raises(DataError, match="n_components must be a positive integer"):
         PLSA(2.5)
-    with pytest.raises(DataError, match="n_aspects must be at most"):
+    with pytest.raises(DataError, match="n_components must be at most"):
         latentfs.fit(PLSA(31), X, method="em", max_iter=2, warn=False)
     with pytest.raises(DataError, match="method='tem' is tempered EM"):
         latentfs.fit(PLSA(2), X, method="tem", tempered=False)
