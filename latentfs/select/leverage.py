@@ -237,7 +237,7 @@ _SVD_METHODS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
 
 def right_singular_vectors(
     X: Any,
-    k: int | None = None,
+    n_components: int | None = None,
     *,
     method: str = "exact",
     center: bool = False,
@@ -251,8 +251,8 @@ def right_singular_vectors(
     Parameters
     ----------
     X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
-    k : int, optional
-        How many; ``None`` returns all numerically non-zero ones (the rank). ``k`` larger than the
+    n_components : int, optional
+        How many (k); ``None`` returns all numerically non-zero ones (the rank). k larger than the
         numerical rank is an error: the extra directions would be arbitrary.
     method : {"exact", "randomized"}
         Exact SVD (dense LAPACK, or the smaller Gram matrix for sparse input), or a randomized range
@@ -276,6 +276,7 @@ def right_singular_vectors(
     >>> np.round(np.abs(V), 6).tolist(), s.tolist()
     ([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], [3.0, 2.0])
     """
+    k = n_components
     A, _ = _as_matrix(X)
     if method not in _SVD_METHODS:
         raise DataError(f"method must be one of {sorted(_SVD_METHODS)}; got {method!r}.")
@@ -284,11 +285,11 @@ def right_singular_vectors(
     rank = _numerical_rank(s, A.shape, rtol)
     if k is None:
         return V[:, :rank], s[:rank]
-    k = check_n_components(k, min(A.shape), name="k", what="min(n_samples, n_features)")
+    k = check_n_components(k, min(A.shape), name="n_components", what="min(n_samples, n_features)")
     if k > rank:
         raise DataError(
-            f"k must not exceed the numerical rank of X ({rank}); got k={k}. The extra singular "
-            "directions would be arbitrary: choose k ≤ rank or add samples/features."
+            f"n_components must not exceed the numerical rank of X ({rank}); got {k}. The extra singular "
+            "directions would be arbitrary: choose n_components ≤ rank or add samples/features."
         )
     return V[:, :k], s[:k]
 
@@ -408,7 +409,7 @@ def kmeans_objective(X: Any, labels: Any) -> float:
     return max(total, 0.0)
 
 
-def svd_lower_bound(X: Any, k: int) -> float:
+def svd_lower_bound(X: Any, n_components: int) -> float:
     """``‖A − A_k‖²_F``, a lower bound on the optimal k-means objective (BMD 2009, eq. 5).
 
     Examples
@@ -416,6 +417,7 @@ def svd_lower_bound(X: Any, k: int) -> float:
     >>> round(svd_lower_bound(np.diag([3.0, 2.0, 1.0]), 2), 12)
     1.0
     """
+    k = n_components
     A, _ = _as_matrix(X)
     total = float(A.multiply(A).sum()) if sp.issparse(A) else float(np.sum(A * A))
     _, s = _svd_exact(_Affine(A), k, np.random.default_rng(0))
@@ -433,7 +435,7 @@ class KMeansResult:
     n_iter: int
 
 
-def kmeans(X: Any, k: int, *, n_init: int = 10, max_iter: int = 100, seed: Any = None) -> KMeansResult:
+def kmeans(X: Any, n_components: int, *, n_init: int = 10, max_iter: int = 100, seed: Any = None) -> KMeansResult:
     """Lloyd's algorithm from ``n_init`` k-means++ starts; the lowest objective wins.
 
     scikit-learn's :class:`~sklearn.cluster.KMeans` (k-means++ seeding, Arthur & Vassilvitskii 2007) with its
@@ -445,10 +447,11 @@ def kmeans(X: Any, k: int, *, n_init: int = 10, max_iter: int = 100, seed: Any =
     >>> sorted(np.bincount(res.labels).tolist()), round(res.objective, 6)
     ([2, 2], 0.01)
     """
+    k = n_components
     from sklearn.cluster import KMeans
 
     A = sp.csr_matrix(X, dtype=np.float64) if sp.issparse(X) else np.asarray(X, dtype=np.float64)
-    k = check_n_components(k, A.shape[0], name="k", what="the number of samples")
+    k = check_n_components(k, A.shape[0], name="n_components", what="the number of samples")
     rng = _rng(seed)
     km = KMeans(k, init="k-means++", n_init=int(n_init), max_iter=int(max_iter),
                 random_state=int(rng.integers(2**31 - 1))).fit(A)
@@ -577,7 +580,7 @@ class KMeansSelectionResult:
     certified_ratio: float
 
 
-def kmeans_feature_selection(X: Any, n_clusters: int, r: int | None = None, *, n_repeats: int = 1,
+def kmeans_feature_selection(X: Any, n_components: int, r: int | None = None, *, n_repeats: int = 1,
                              scheme: str = "iid", svd: str = "exact", n_init: int = 10,
                              seed: Any = None) -> KMeansSelectionResult:
     """Algorithm 1 of BMD 2009 followed by k-means on ``Ã``, repeated ``n_repeats`` times ("boosting"):
@@ -593,6 +596,7 @@ def kmeans_feature_selection(X: Any, n_clusters: int, r: int | None = None, *, n
     >>> clustering_accuracy(res.labels, [0] * 15 + [1] * 15)
     1.0
     """
+    n_clusters = n_components
     A, _ = _as_matrix(X)
     rng = _rng(seed)
     best: KMeansSelectionResult | None = None

@@ -36,7 +36,7 @@ MODULES = (latentfs, latentfs.select, latentfs.subspace)
 def _family_modules() -> list[Any]:
     """The modules of the families this rename touched, each with its own ``__all__``."""
     names = ["latentfs.models.factor", "latentfs.models.plsa", "latentfs.models.latent_trait", "latentfs.models.hdda",
-             "latentfs.select.q_alpha", "latentfs.select.q_alpha_kernel", "latentfs.select.forest"]
+             "latentfs.select.q_alpha", "latentfs.select.q_alpha_kernel", "latentfs.select.forest", "latentfs.select.leverage"]
     for family in ("factor", "plsa", "latent_trait", "hdda"):
         package = importlib.import_module(f"latentfs.inference.{family}")
         names += [package.__name__] + [f"{package.__name__}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]

@@ -222,9 +222,9 @@ def test_sparse_input_selector(rng):
 # --- bad input -----------------------------------------------------------------------------------
 def test_bad_input(rng):
     A = rng.normal(size=(10, 3)) @ rng.normal(size=(3, 30))  # rank 3
-    with pytest.raises(DataError, match="k must not exceed the numerical rank of X \\(3\\)"):
+    with pytest.raises(DataError, match="n_components must not exceed the numerical rank of X \\(3\\)"):
         right_singular_vectors(A, 5)
-    with pytest.raises(DataError, match="k must not exceed the numerical rank"):
+    with pytest.raises(DataError, match="n_components must not exceed the numerical rank"):
         LeverageScoreSelector(n_components=4).fit(A)
     with pytest.raises(DataError, match="n_features_to_select must be at most the number of features \\(30\\)"):
         LeverageScoreSelector(31, n_components=2, scheme="top").fit(A)
@@ -248,5 +248,5 @@ def test_bad_input(rng):
         LeverageScoreSelector(seed="x").fit(A)
     with pytest.raises(DataError, match="is empty"):
         LeverageScoreSelector().fit(sp.csr_matrix((0, 3)))
-    with pytest.raises(DataError, match="k must be at most 10"):
+    with pytest.raises(DataError, match="n_components must be at most 10"):
         kmeans(A, 11)
