@@ -192,9 +192,9 @@ def _last_change(trace: list[float]) -> float:
     return abs(trace[-1] - trace[-2]) / max(abs(trace[-1]), 1e-300)
 
 
-def best_run(runs: list[OptimizerRun]) -> OptimizerRun:
-    """The run with the highest final objective (for best-of-restarts)."""
-    return max(runs, key=lambda r: r.objective)
+def best_run(runs: list[OptimizerRun], key: Callable[[OptimizerRun], float] | None = None) -> OptimizerRun:
+    """The run with the highest final objective (or highest ``key(run)``, e.g. a validation score)."""
+    return max(runs, key=key or (lambda r: r.objective))
 
 
 def run_restarts(
@@ -204,11 +204,13 @@ def run_restarts(
     warn: bool = True,
     desc: str = "fit",
     remedies: str = "raise max_iter, loosen tol, or raise n_init",
+    key: Callable[[OptimizerRun], float] | None = None,
 ) -> tuple[OptimizerRun, list[OptimizerRun]]:
     """The one restart loop: ``run_one(r)`` for r = 0, 1, … (each calling :func:`run_optimizer` with
     ``warn=False``), the best run kept, and at most one :class:`ConvergenceWarning` per fit (for the run
     that is kept, as scikit-learn does). Ctrl-C during a restart ends the whole fit: the restarts not yet
-    begun are skipped and the best of the runs so far is returned (marked ``interrupted``).
+    begun are skipped and the best of the runs so far is returned (marked ``interrupted``). ``key`` ranks the
+    runs (default: the final objective).
     """
     runs: list[OptimizerRun] = []
     for r in range(int(n_init)):
@@ -217,7 +219,7 @@ def run_restarts(
         runs.append(run)
         if run.interrupted:
             break
-    best = best_run(runs)
+    best = best_run(runs, key)
     if runs[-1].interrupted:
         best.interrupted = True
     if warn and not best.converged and not best.interrupted:

@@ -488,7 +488,8 @@ class Posterior:
         return out
 
     def _chain_modes(self) -> dict[str, Any] | None:
-        """Chains stuck in separate modes, from the log joint of the kept draws (``sample_stats["lp"]``).
+        """Chains stuck in separate modes, from the log joint of the kept draws (``sample_stats["lp"]``, or the
+        driver's per-step trace after warm-up).
 
         A chain is "poorer" when its mean log joint is below the best chain's by more than
         ``CHAIN_GAP_SDS`` within-chain standard deviations (the largest over the two chains, and at least
@@ -497,8 +498,12 @@ class Posterior:
         there is no log joint or fewer than two chains.
         """
         lp = self.sample_stats.get("lp")
-        if lp is None:
-            return None
+        if lp is None:  # the per-step log joint of the driver's trace, after warm-up
+            warmup = self.diagnostics.get("num_warmup")
+            trace = np.asarray(self.trace, dtype=np.float64) if self.trace is not None else None
+            if trace is None or trace.ndim != 2 or not isinstance(warmup, (int, np.integer)):
+                return None
+            lp = trace[:, int(warmup):]
         lp = np.asarray(lp, dtype=np.float64)
         if lp.ndim != 2 or lp.shape[0] < 2 or lp.shape[1] < 2 or not np.isfinite(lp).all():
             return None

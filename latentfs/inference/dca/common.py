@@ -159,18 +159,6 @@ def group_normalise(x: torch.Tensor, groups: torch.Tensor | None) -> torch.Tenso
     return x / group_totals(x, groups, n_groups)[..., groups]
 
 
-def group_softmax(logits: torch.Tensor, groups: torch.Tensor | None) -> torch.Tensor:
-    """Softmax over the last axis, within every group when grouped (Dirichlet draws made in log space)."""
-    if groups is None:
-        return torch.softmax(logits, dim=-1)
-    n_groups = int(groups.max().item()) + 1
-    index = groups.expand_as(logits)
-    top = torch.full((*logits.shape[:-1], n_groups), -torch.inf, dtype=logits.dtype, device=logits.device)
-    top = top.scatter_reduce(-1, index, logits, reduce="amax", include_self=True)
-    e = torch.exp(logits - top[..., groups])
-    return e / group_totals(e, groups, n_groups)[..., groups]
-
-
 def log_length_factorials(model: DCAModel, data: DCAData) -> torch.Tensor:
     """Σ_g log L_(i),g! per document (I,): the multinomial coefficients' numerators (log L_(i)! ungrouped)."""
     groups = model_groups(model, data)

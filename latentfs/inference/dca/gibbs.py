@@ -44,6 +44,7 @@ import torch
 from latentfs.core.data import DataError
 from latentfs.core.driver import run_sampler
 from latentfs.core.options import check_options
+from latentfs.core.random import dirichlet_sample, group_softmax, log_gamma_sample
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import (
@@ -54,7 +55,6 @@ from latentfs.inference.dca.common import (
     dims_and_coords,
     doc_loglik,
     finish_sampler,
-    group_softmax,
     hyper_tensors,
     log_length_factorials,
     model_groups,
@@ -120,20 +120,6 @@ def token_index(data: DCAData) -> TokenIndex:
     rows = torch.cat([torch.arange(n_single, device=order.device), multi_rows])
     nz = order[rows]
     return TokenIndex(order=order, n_single=n_single, multi_rows=multi_rows, doc=data.doc[nz], word=data.word[nz])
-
-
-def log_gamma_sample(conc: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """log of Gamma(conc, 1) draws, stable for small ``conc``: log G(conc + 1) + log(U) / conc."""
-    g = torch._standard_gamma(conc + 1, generator=generator)
-    u = torch.rand(conc.shape, generator=generator, dtype=conc.dtype, device=conc.device)
-    tiny = torch.finfo(conc.dtype).tiny
-    return torch.log(g.clamp_min(tiny)) + torch.log(u.clamp_min(tiny)) / conc
-
-
-def dirichlet_sample(conc: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Dirichlet draws along the last axis, made in log space."""
-    log_g = log_gamma_sample(conc, generator)
-    return torch.softmax(log_g, dim=-1)
 
 
 def theta_sample(conc: torch.Tensor, groups: torch.Tensor | None, generator: torch.Generator) -> torch.Tensor:

@@ -17,12 +17,13 @@ import torch
 
 from latentfs.core.data import check_choice, check_seed
 from latentfs.core.driver import make_generator, run_sampler
+from latentfs.core.random import dirichlet_sample
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.hmm.em import INITIALISATIONS, _hyperparameters, _onehot, _transition_counts, initial_params
 from latentfs.inference.hmm.family import HMMFamily, prepare
 from latentfs.inference.hmm.forward_backward import sample_states
-from latentfs.inference.mixture.gibbs import conjugate_posterior, prior_tensors, sample_dirichlet, sample_parameters
+from latentfs.inference.mixture.gibbs import conjugate_posterior, prior_tensors, sample_parameters
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM
 
 __all__ = ["chain_prior", "gibbs_parameters", "gibbs_sweep"]
@@ -46,8 +47,8 @@ def gibbs_parameters(
     post = conjugate_posterior(fam.emission, fam.emission.statistics(_onehot(states, fam.k)), prior["emission"])
     emission = sample_parameters(fam.emission, post, gen)
     return {
-        "startprob": sample_dirichlet(prior["start"] + start_counts, gen),
-        "transmat": sample_dirichlet(prior["trans"] + _transition_counts(fam, states), gen),
+        "startprob": dirichlet_sample(prior["start"] + start_counts, gen),
+        "transmat": dirichlet_sample(prior["trans"] + _transition_counts(fam, states), gen),
         "emission": emission,
     }
 
@@ -133,6 +134,7 @@ def _gibbs_engine(
             "observation_dim": "sequence",
             "num_chains": int(run.trace.shape[0]),
             "num_samples": int(run.n_draws),
+            "num_warmup": int(num_warmup),
             "n_observations": fam.n,
             "n_sequences": len(fam.data.lengths),
             "n_parameters": model.n_parameters(fam.n_features),

@@ -21,6 +21,7 @@ import torch
 
 from latentfs.core.data import check_choice, check_int, check_seed
 from latentfs.core.driver import make_generator, run_sampler
+from latentfs.core.random import dirichlet_sample, group_softmax, log_gamma_sample
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.mixture.em import _coords
@@ -34,7 +35,7 @@ from latentfs.inference.mixture.families import (
 from latentfs.inference.mixture.starts import INITIALISATIONS, initial_responsibilities
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
-__all__ = ["conjugate_posterior", "prior_tensors", "sample_parameters", "sample_wishart", "sample_dirichlet"]
+__all__ = ["conjugate_posterior", "prior_tensors", "sample_parameters", "sample_wishart"]
 
 
 # ----------------------------------------------------------------------------- priors
@@ -127,12 +128,6 @@ def conjugate_posterior(fam: Any, st: dict[str, torch.Tensor], pr: dict[str, tor
 
 
 # ----------------------------------------------------------------------------- random draws with a generator
-def sample_dirichlet(conc: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Dirichlet draws along the last axis (gamma draws normalised)."""
-    g = torch._standard_gamma(conc, generator=gen).clamp_min(1e-300)
-    return g / g.sum(-1, keepdim=True)
-
-
 def sample_wishart(dof: torch.Tensor, scale_inv: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     """Λ ~ Wishart(ν, W) with W = scale_inv⁻¹, batched over the leading axis (Bartlett decomposition:
     Λ = L A Aᵀ Lᵀ, W = L Lᵀ, A lower triangular, A_ii² ~ χ²(ν − i), A_ij ~ N(0, 1) below the diagonal)."""
@@ -168,15 +163,14 @@ def _sample_gaussian_params(
 def _sample_item_params(
     fam: CategoricalFamily, post: dict[str, torch.Tensor], gen: torch.Generator
 ) -> dict[str, torch.Tensor]:
-    g = torch._standard_gamma(post["item_concentration"], generator=gen).clamp_min(1e-300)
-    totals = torch.zeros(g.shape[0], fam.d, dtype=g.dtype).index_add_(1, fam.item_of_level, g)
-    return {"probs": g / totals[:, fam.item_of_level]}
+    # one Dirichlet per item, drawn in log space (small concentrations do not underflow)
+    return {"probs": group_softmax(log_gamma_sample(post["item_concentration"], gen), fam.item_of_level)}
 
 
 def sample_parameters(fam: Any, post: dict[str, torch.Tensor], gen: torch.Generator) -> dict[str, torch.Tensor]:
     """θ ~ p(θ | z, y) from the conjugate posterior hyperparameters."""
     params = (_sample_item_params if fam.kind == "categorical" else _sample_gaussian_params)(fam, post, gen)
-    params["weights"] = sample_dirichlet(post["alpha"], gen)
+    params["weights"] = dirichlet_sample(post["alpha"], gen)
     return params
 
 

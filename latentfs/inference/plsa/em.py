@@ -37,7 +37,7 @@ import scipy.sparse as sp
 import torch
 
 from latentfs.core.data import DataError, DataWarning, as_counts, as_rng, check_choice
-from latentfs.core.driver import best_run, chain_generators, run_optimizer
+from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
 from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
@@ -350,8 +350,7 @@ def fit_plsa(
         )
     data = prepare(counts, dtype=dtype, device=device)
     gens = chain_generators(seed, n_init, device)
-    runs = []
-    for r in range(n_init):
+    def one(r: int) -> OptimizerRun:
         state = _plsa_init(init if r == 0 else None, data, K, gens[r])
         stopper = (
             # the same validation split for every restart, so their scores compare
@@ -362,25 +361,30 @@ def fit_plsa(
         )
         step = _make_step(data, stopper)
         run = run_optimizer(state, step, max_iter=max_iter, tol=0.0 if stopper else tol, min_iter=2,
-                            desc="PLSA " + ("TEM" if tempered else "EM"), progress=progress,
-                            warn=warn and stopper is None,
-                            remedies="raise max_iter, loosen tol, or use n_init > 1")
+                            desc="PLSA " + ("TEM" if tempered else "EM"), progress=progress, warn=False)
         run.info.update(restart=r, stopper=stopper)
         if stopper is not None:
-            if warn and not stopper.stopped:
-                from latentfs.core.driver import ConvergenceWarning
-
-                warnings.warn(
-                    f"PLSA early stopping did not trigger in {max_iter} iterations; raise max_iter or lower "
-                    "patience.", ConvergenceWarning, stacklevel=2,
-                )
             # the best iterate by validation, and restarts compared by validation score
             run.state = stopper.best_state
             run.info["select"] = stopper.best_score
         else:
             run.info["select"] = run.objective
-        runs.append(run)
-    run = max(runs, key=lambda x: x.info["select"]) if needs_validation else best_run(runs)
+        return run
+
+    # one restart loop (the driver's): the kept run is the best by validation score (early stopping / TEM) or
+    # by log-likelihood, with at most one ConvergenceWarning per fit
+    run, runs = run_restarts(n_init, one, warn=warn and not needs_validation,
+                             desc="PLSA " + ("TEM" if tempered else "EM"),
+                             remedies="raise max_iter, loosen tol, or use n_init > 1",
+                             key=lambda x: x.info["select"])
+    stopper = run.info["stopper"]
+    if warn and stopper is not None and not stopper.stopped and not run.interrupted:
+        from latentfs.core.driver import ConvergenceWarning
+
+        warnings.warn(
+            f"PLSA early stopping did not trigger in {max_iter} iterations; raise max_iter or lower patience.",
+            ConvergenceWarning, stacklevel=2,
+        )
     return _plsa_posterior(model, data, run, tempered, [x.info["select"] for x in runs])
 
 

@@ -64,7 +64,8 @@ def test_gibbs_chains_are_aligned_and_checked():
 
 def test_gibbs_aligns_chains_that_start_in_different_labellings_on_ragged_sequences():
     # Four sequences of lengths 150, 37, 90 and 3 (one concatenated array with lengths=); random starts put
-    # chains 1 and 2 in another labelling of the states (fixed seeds, so this run always exercises it).
+    # chains 1 and 3 in another labelling of the states (fixed seeds, so this run always exercises it); 100
+    # warm-up sweeps (with 50, one chain of this seed was still moving between modes).
     # After Posterior.align every chain's mean of each state's emission mean and transition row matches.
     truth = {
         "startprob": np.array([0.3, 0.3, 0.4]),
@@ -75,7 +76,7 @@ def test_gibbs_aligns_chains_that_start_in_different_labellings_on_ragged_sequen
     sim = GaussianHMM(3).simulate(4, [150, 37, 90, 3], params=truth, seed=2)
     with pytest.warns(ConvergenceWarning, match=r"gibbs on GaussianHMM: site '.*' has not converged"):
         res = latentfs.fit(GaussianHMM(3), sim["data"], method="gibbs", lengths=sim["lengths"], num_chains=4,
-                           num_warmup=50, num_samples=100, seed=0, init="random")
+                           num_warmup=100, num_samples=100, seed=0, init="random")
     assert res.diagnostics["n_sequences"] == 4
     assert any(p != [0, 1, 2] for p in res.alignment["permutations"])
     per_chain = res.samples("means").mean(1)[..., 0]  # (chain, K)

@@ -257,3 +257,19 @@ def test_heldout_tokens_of_probability_zero_are_counted_and_warned():
     fit = latentfs.fit(PLSA(2), train, method="em", init=init, early_stopping=True, X_valid=test, max_iter=10,
                        patience=3, warn=False)
     assert fit.diagnostics["zero_probability_validation_tokens"] > 0
+
+
+def test_restarts_go_through_the_one_restart_loop_with_one_warning_per_fit():
+    # issue 13 item 4: PLSA had its own restart loop and warned once per restart
+    import warnings as _warnings
+
+    from latentfs.core.driver import ConvergenceWarning
+
+    X = np.random.default_rng(0).poisson(1.0, size=(30, 12))
+    X[X.sum(1) == 0, 0] = 1
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        result = latentfs.fit(PLSA(2), X, method="em", n_init=3, max_iter=2, seed=0)
+    assert sum(issubclass(w.category, ConvergenceWarning) for w in caught) == 1
+    scores = result.diagnostics["restart_scores"]
+    assert len(scores) == 3 and scores[result.diagnostics["best_restart"]] == max(scores)
