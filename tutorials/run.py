@@ -32,7 +32,7 @@ MIN_FIGURES = {
     "03b_mixtures": 3,
     "04_hdda": 3,
     "05_spectral_feature_selection": 7,
-    "06_pls_projections_and_evaluation": 5,
+    "06_pls_projections_and_evaluation": 6,
     "07_hidden_markov_models": 4,
     "08_latent_trait": 4,
     "09_hidden_markov_random_fields": 4,
