@@ -25,6 +25,7 @@ from scipy.optimize import linear_sum_assignment
 
 __all__ = [
     "apply_draw_permutations",
+    "component_labels",
     "apply_permutations",
     "matching_permutation",
     "modal_permutations",
@@ -186,3 +187,8 @@ def apply_permutations(site_draws: np.ndarray, perms: list[np.ndarray], componen
     for c, p in enumerate(perms):
         out[c] = np.take(site_draws[c], p, axis=axis)
     return out
+
+
+def component_labels(n_components: int) -> list[str]:
+    """The one label convention of component-indexed coordinates: ``c0, c1, …`` (every family)."""
+    return [f"c{k}" for k in range(int(n_components))]

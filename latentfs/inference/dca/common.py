@@ -20,6 +20,7 @@ from latentfs.core.data import (
     check_n_components,
 )
 from latentfs.core.options import check_options
+from latentfs.core.relabel import component_labels
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA, group_totals
 
 DCAModel = DirichletDCA | GammaPoissonDCA | ConditionalGammaPoissonDCA
@@ -292,7 +293,7 @@ def dims_and_coords(model: DCAModel, data: DCAData) -> tuple[dict[str, tuple[str
         model.doc_site: ("document", "component"),
     }
     coords = {
-        "component": [f"c{k}" for k in range(model.n_components)],
+        "component": component_labels(model.n_components),
         "feature": list(data.counts.feature_names),
         "document": list(data.counts.document_names),
     }

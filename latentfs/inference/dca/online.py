@@ -34,6 +34,7 @@ from latentfs.core.data import CountMatrix, DataError, as_counts, check_choice, 
 from latentfs.core.driver import chain_generators
 from latentfs.core.options import check_options
 from latentfs.core.registry import register
+from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import hyper_tensors, prepare, resolve_model
 from latentfs.inference.dca.vb import (
@@ -358,7 +359,7 @@ def online_posterior(state: OnlineVBState, counts: CountMatrix | None = None) ->
     K = model.n_components
     dims: dict[str, tuple[str, ...]] = {"topic_word": ("component", "feature")}
     coords: dict[str, list[str]] = {
-        "component": [f"c{k}" for k in range(K)],
+        "component": component_labels(K),
         "feature": [f"w{j}" for j in range(state.n_features)],
     }
     fitted: dict[str, Any] = {"topic_word": {"family": "dirichlet", "concentration": to_np(lam)}}

@@ -42,6 +42,7 @@ from latentfs.core.data import DataError, check_choice
 from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
 from latentfs.core.options import check_options
 from latentfs.core.registry import register
+from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import (
     DCAData,
@@ -823,7 +824,7 @@ def _fit_vb_dask(
         model.doc_site: ("document", "component"),
     }
     coords = {
-        "component": [f"c{k}" for k in range(model.n_components)],
+        "component": component_labels(model.n_components),
         "feature": [f"w{j}" for j in range(J)],
         "document": [f"doc{i}" for i in kept],
     }

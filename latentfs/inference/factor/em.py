@@ -44,6 +44,7 @@ from latentfs.core.driver import (
 )
 from latentfs.core.options import check_moments, check_options
 from latentfs.core.registry import register
+from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
 
@@ -1028,7 +1029,7 @@ def em_mixture_of_factor_analyzers(
         method="em",
         dims={"weights": ("component",), "mean": ("component", "feature"),
               "loadings": ("component", "feature", "factor"), "noise_variance": ("feature",)},
-        coords={"component": [f"c{k}" for k in range(K)], "feature": list(matrix.feature_names),
+        coords={"component": component_labels(K), "feature": list(matrix.feature_names),
                 "factor": [f"f{k}" for k in range(q)], "sample": list(matrix.sample_names)},
         trace=run.trace[None],
         fitted={k: {"family": "point", "value": v.cpu().numpy()} for k, v in fitted.items()},

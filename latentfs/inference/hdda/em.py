@@ -14,6 +14,7 @@ import numpy as np
 
 from latentfs.core.data import as_continuous, check_n_components
 from latentfs.core.registry import register
+from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.inference.hdda.numerics import fit_hddc
 from latentfs.models.hdda import HDDAModel
@@ -84,7 +85,7 @@ def hddc_em(
             "signal_variance": ("component", "subspace"),
             "orientation": ("component", "feature", "subspace"),
         },
-        coords={"feature": list(mat.feature_names), "component": [str(i) for i in range(k)]},
+        coords={"feature": list(mat.feature_names), "component": component_labels(k)},
         trace=fit.trace[None, :],
         fitted={
             "weights": point(params.weights),

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import ContinuousMatrix, DataError, check_float, check_int, check_seed
+from latentfs.core.relabel import component_labels
 from latentfs.inference.hmm.forward_backward import ChainLayout
 from latentfs.inference.mixture.em import CategoricalFamily, GaussianFamily
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM, SequenceData
@@ -160,7 +161,7 @@ class HMMFamily:
         return out
 
     def coords(self) -> dict[str, list[str]]:
-        comps = [f"c{k}" for k in range(self.k)]
+        comps = component_labels(self.k)
         out = {"component": comps, "component_to": comps, "sequence": [f"s{i}" for i in range(len(self.data.lengths))]}
         if self.categorical:
             out["symbol"] = [str(s) for s in range(self.n_categories)]

@@ -21,6 +21,7 @@ import torch
 
 from latentfs.core.data import DataError
 from latentfs.core.options import check_float
+from latentfs.core.relabel import component_labels
 from latentfs.models.hmrf import HiddenPotts, LatticeData, agreement, neighbour_sum
 
 __all__ = [
@@ -85,7 +86,7 @@ class LatticeFamily:
         return {"interaction": (), "means": ("component", "feature"), "variance": ("component", "feature")}
 
     def coords(self) -> dict[str, list[str]]:
-        return {"component": [str(i) for i in range(self.k)], "feature": list(self.data.feature_names)}
+        return {"component": component_labels(self.k), "feature": list(self.data.feature_names)}
 
 
 def prepare(model: Any, data: Any, *, for_fit: bool = True) -> LatticeFamily:

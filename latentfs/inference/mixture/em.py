@@ -22,6 +22,7 @@ import torch
 from latentfs.core.data import DataError, check_float, check_int, check_seed
 from latentfs.core.driver import make_generator, run_optimizer
 from latentfs.core.registry import register
+from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.inference.mixture.families import (
     COVARIANCE_M_STEPS,
@@ -286,7 +287,7 @@ def criteria(loglik: float, n_params: int, n: int, entropy: float) -> dict[str, 
 
 def _coords(fam: Any) -> dict[str, list[str]]:
     names = list(fam.feature_names)
-    out = {"component": [f"c{k}" for k in range(fam.k)], "feature": names, "item": names, "feature_bis": names}
+    out = {"component": component_labels(fam.k), "feature": names, "item": names, "feature_bis": names}
     if isinstance(fam, CategoricalFamily):
         out["level"] = [str(s) for s in range(int(fam.levels.max()))]
     return out

@@ -40,6 +40,7 @@ from latentfs.core.data import DataError, DataWarning, as_counts, as_rng, check_
 from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
 from latentfs.core.options import check_options
 from latentfs.core.registry import register
+from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.evaluate.heldout import completion_score, split_documents
 from latentfs.inference.dca.common import DCAData, prepare
@@ -458,7 +459,7 @@ def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, select
                            zero_probability_validation_tokens=stopper.validation.zero_history[stopper.best_iter]
                            if 0 <= stopper.best_iter < len(stopper.validation.zero_history) else 0)
     coords = {
-        "component": [f"z{k}" for k in range(model.n_components)],
+        "component": component_labels(model.n_components),
         "feature": list(data.counts.feature_names),
         "document": list(data.counts.document_names),
     }
