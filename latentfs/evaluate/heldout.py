@@ -37,6 +37,7 @@ import scipy.sparse as sp
 import torch
 
 from latentfs.core.data import DataError, DataWarning, as_counts, check_positive
+from latentfs.core.options import as_rng
 
 __all__ = [
     "split_documents",
@@ -68,7 +69,7 @@ def split_documents(X: Any, fraction: float = 0.5, *, seed: int = 0) -> tuple[sp
     if not 0 < fraction < 1:
         raise DataError(f"fraction must lie strictly between 0 and 1; got {fraction}.")
     counts = as_counts(X, name="X").csr
-    rng = np.random.default_rng(seed)
+    rng = as_rng(seed)
     held = counts.copy()
     held.data = held.data.copy()
     for i in range(counts.shape[0]):

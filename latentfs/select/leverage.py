@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from latentfs.core.base import BaseSelector, rescaled
 from latentfs.core.data import DataError, as_continuous, check_n_components
+from latentfs.core.options import as_rng
 from latentfs.core.weights import FeatureWeights
 
 __all__ = [
@@ -48,16 +49,8 @@ __all__ = [
 # input and randomness
 # ---------------------------------------------------------------------------------------------
 def _rng(seed: Any) -> np.random.Generator:
-    """A numpy Generator from an int, None, a Generator or a torch.Generator (its initial seed)."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or isinstance(seed, (int, np.integer)):
-        return np.random.default_rng(seed)
-    if hasattr(seed, "initial_seed"):  # torch.Generator
-        return np.random.default_rng(int(seed.initial_seed()))
-    raise DataError(
-        f"seed must be an int, None, a numpy Generator or a torch.Generator; got {type(seed).__name__}."
-    )
+    """A numpy Generator from the seed, by the library's one bridge (:func:`latentfs.core.options.as_rng`)."""
+    return as_rng(seed)
 
 
 def _as_matrix(X: Any, name: str = "X") -> tuple[np.ndarray | sp.csr_matrix, tuple[str, ...]]:

@@ -54,6 +54,7 @@ from sklearn.naive_bayes import MultinomialNB
 
 from latentfs.core.base import BaseSelector, require_y
 from latentfs.core.data import DataError, as_labels, check_choice
+from latentfs.core.options import as_rng
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.scores import ProbabilityEstimator, _rounded, text_feature_scores
 
@@ -253,7 +254,7 @@ def _greedy(
 def _random_mutation(
     J: _Memo, pool: list[int], initial: Sequence[int] | None, max_iter: int, seed: Any
 ) -> tuple[set[int], list[SearchStep]]:
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = as_rng(seed)
     if initial is None:
         current = {f for f in pool if rng.random() < 0.5} or {pool[int(rng.integers(len(pool)))]}
     else:

@@ -32,7 +32,7 @@ import torch
 
 from latentfs.core.data import CountMatrix, DataError, as_counts, check_choice, check_float, check_int
 from latentfs.core.driver import chain_generators
-from latentfs.core.options import check_options
+from latentfs.core.options import as_rng, check_options
 from latentfs.core.registry import register
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
@@ -328,7 +328,7 @@ def _chain_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
 
 
 def _order(n: int, n_passes: int, shuffle: bool, seed: int | None) -> Iterator[np.ndarray]:
-    rng = np.random.default_rng(seed)
+    rng = as_rng(seed)
     for _ in range(n_passes):
         yield rng.permutation(n) if shuffle else np.arange(n)
 

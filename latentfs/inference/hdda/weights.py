@@ -28,6 +28,7 @@ import numpy as np
 
 from latentfs.core.base import BaseSelector
 from latentfs.core.data import DataError, as_continuous, as_labels
+from latentfs.core.options import as_rng
 from latentfs.core.weights import FeatureWeights
 
 __all__ = ["MEASURES", "HDDAWeights", "hdda_feature_weights", "subspace_weights"]
@@ -141,7 +142,7 @@ def hdda_feature_weights(
     codes, _ = as_labels(y, Xv.shape[0], name="y")
     clf = HDDA(**hdda_options).fit(data.values, codes)
     scores = fn(clf.params_)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rng = as_rng(seed)
     members = [np.flatnonzero(codes == c) for c in range(codes.max() + 1)]
     draws = []
     for _ in range(int(n_bootstrap)):

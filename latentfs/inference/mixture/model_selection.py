@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from latentfs.core.data import DataError, check_choice, check_n_components
+from latentfs.core.options import as_rng
 
 __all__ = [
     "BootstrapLRT",
@@ -282,7 +283,7 @@ def bootstrap_lrt(
     k0 = check_n_components(n_components, 10**9, name="n_components")
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 1:
         raise DataError(f"n_bootstrap must be a positive integer; got {n_bootstrap!r}. Use 99 or more in practice.")
-    rng = np.random.default_rng(seed if not hasattr(seed, "manual_seed") else None)
+    rng = as_rng(seed)
     stat, null = _lrt_statistic(model, X, k0, seed, n_init, fit_options)
     fam = family_for(model.with_n_components(k0), X)
     params = {s: null.mean(s) for s in null.sites}
