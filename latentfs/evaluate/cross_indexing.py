@@ -243,20 +243,30 @@ class Curve:
 
 
 def stratified_folds(codes: np.ndarray, n_folds: int, rng: np.random.Generator) -> np.ndarray:
-    """Fold labels 0..K−1 with every class spread as evenly as possible over the folds."""
+    """Fold labels 0..K−1 from scikit-learn's shuffled :class:`~sklearn.model_selection.StratifiedKFold` (every
+    class spread as evenly as possible over the folds; a class with fewer rows than folds is allowed)."""
+    import warnings
+
+    from sklearn.model_selection import StratifiedKFold
+
     folds = np.empty(codes.size, dtype=np.int64)
-    offset = 0
-    for c in np.unique(codes):
-        idx = rng.permutation(np.flatnonzero(codes == c))
-        folds[idx] = (np.arange(idx.size) + offset) % n_folds
-        offset += idx.size
+    splitter = StratifiedKFold(n_folds, shuffle=True, random_state=int(rng.integers(2**31 - 1)))
+    with warnings.catch_warnings():  # "the least populated class has fewer members than n_splits": allowed here
+        warnings.simplefilter("ignore", UserWarning)
+        for fold, (_, test) in enumerate(splitter.split(np.zeros((codes.size, 1)), codes)):
+            folds[test] = fold
     return folds
 
 
 def nearest_neighbour_accuracy(
     X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray
 ) -> float:
-    """Accuracy of the 1-nearest-neighbour rule (Euclidean; ties to the first training row)."""
+    """Accuracy of the 1-nearest-neighbour rule (Euclidean; ties to the first training row).
+
+    The same predictions as scikit-learn's ``KNeighborsClassifier(n_neighbors=1, algorithm="brute")`` (tested),
+    written out because the searches call it thousands of times and the estimator's input validation costs
+    25× the computation (2.5 ms against 0.1 ms on 320 × 5 training rows).
+    """
     d = np.sum(X_test**2, axis=1)[:, None] + np.sum(X_train**2, axis=1)[None, :] - 2 * X_test @ X_train.T
     return float(np.mean(y_train[np.argmin(d, axis=1)] == y_test))
 

@@ -302,3 +302,16 @@ def test_errors():
         selection_stability([[0]], 4)
     with pytest.raises(DataError, match="seed must be an int"):
         nested_selection_scores(X, y, lambda a, b: np.arange(3), n_folds=2, seed=0.5)
+
+
+def test_one_nearest_neighbour_and_folds_agree_with_scikit_learn():
+    from sklearn.neighbors import KNeighborsClassifier
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(120, 4)), rng.integers(0, 3, 120)
+    knn = KNeighborsClassifier(n_neighbors=1, algorithm="brute").fit(X[:90], y[:90])
+    assert nearest_neighbour_accuracy(X[:90], y[:90], X[90:], y[90:]) == knn.score(X[90:], y[90:])
+    folds = stratified_folds(y, 4, np.random.default_rng(0))
+    for c in range(3):  # every class spread over the folds as evenly as possible
+        per_fold = np.bincount(folds[y == c], minlength=4)
+        assert per_fold.max() - per_fold.min() <= 1
