@@ -170,7 +170,8 @@ def sample_noise_variance(
 
 # ---------------------------------------------------------------------------------------------- alignment
 def procrustes_rotation(loadings: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Orthogonal R minimising ‖loadings R − reference‖_F (Schönemann 1966): R = U Vᵗ, U Σ Vᵗ = Wᵗ W_ref.
+    """Orthogonal R minimising ‖loadings R − reference‖_F (Schönemann 1966), by SciPy's
+    :func:`scipy.linalg.orthogonal_procrustes` (R = U Vᵗ, U Σ Vᵗ = Wᵗ W_ref).
 
     Examples
     --------
@@ -179,8 +180,10 @@ def procrustes_rotation(loadings: np.ndarray, reference: np.ndarray) -> np.ndarr
     >>> np.allclose(W @ R @ procrustes_rotation(W @ R, W), W)
     True
     """
-    U, _, Vt = np.linalg.svd(np.asarray(loadings).T @ np.asarray(reference))
-    return U @ Vt
+    from scipy.linalg import orthogonal_procrustes
+
+    R, _ = orthogonal_procrustes(np.asarray(loadings, dtype=np.float64), np.asarray(reference, dtype=np.float64))
+    return R
 
 
 def signed_permutation(loadings: np.ndarray, reference: np.ndarray) -> np.ndarray:
