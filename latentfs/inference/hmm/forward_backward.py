@@ -292,10 +292,21 @@ def forward_backward(
 
     Notes
     -----
+    On the CPU in float64 the compiled sequential recursion of :mod:`.compiled` computes the same quantities
+    (O(N K²), no per-step overhead); elsewhere the scans below.
     γ_t(k) ∝ α_t(k) β_t(k) and ξ_t(k, l) ∝ α_{t−1}(k) A_kl b_t(l) β_t(l) (Rabiner 1989, eqs. 27 and 37),
     each normalised per t, so any per-t scaling of α and β cancels. Σ_t ξ_t is one GEMM:
     A ⊙ (Uᵀ W) with U_t = α_{t−1}, W_t = b_t ⊙ β_t / (U_tᵀ A (b_t ⊙ β_t)).
     """
+    if log_emission.device.type == "cpu" and log_emission.dtype == torch.float64 and log_emission.shape[0] > 0:
+        from latentfs.inference.hmm.compiled import compiled_forward_backward
+
+        out = compiled_forward_backward(log_emission.numpy(), startprob.detach().numpy(),
+                                        transmat.detach().numpy(), layout.is_start.numpy())
+        if out is not None:
+            filtered_np, gamma_np, xi_np, loglik_np = out
+            return ForwardBackward(torch.from_numpy(loglik_np), torch.from_numpy(gamma_np), torch.from_numpy(xi_np),
+                                   torch.from_numpy(filtered_np))
     filtered, log_norm, b = forward_filter(startprob, transmat, log_emission, layout)
     beta = _backward(transmat, startprob, b, layout)
     prod = filtered * beta

@@ -151,3 +151,36 @@ def test_forward_backward_with_subnormalised_parameters_equals_enumeration(lengt
         xi_total += xi
         start += t_len
     torch.testing.assert_close(out.xi_sum, xi_total, atol=1e-10, rtol=0)
+
+
+def test_compiled_recursion_equals_the_log_space_recursion_on_ragged_sequences():
+    # the CPU fast path (numba, sequential, scaled) against the textbook log-space recursion: sequences of
+    # lengths 7, 1, 12 and 3 (a length-1 sequence has no transition), log densities spread over ±9 nats
+    from latentfs.inference.hmm import forward_backward as fbm
+    from latentfs.inference.hmm.compiled import compiled_forward_backward
+
+    rng = np.random.default_rng(0)
+    k, lengths = 4, [7, 1, 12, 3]
+    n = sum(lengths)
+    is_start = np.zeros(n, dtype=bool)
+    is_start[np.cumsum([0, *lengths[:-1]])] = True
+    log_em = torch.tensor(rng.normal(size=(n, k)) * 3)
+    pi = torch.tensor(rng.dirichlet(np.ones(k)))
+    A = torch.tensor(rng.dirichlet(np.ones(k), size=k))
+    starts = torch.tensor(np.flatnonzero(is_start))
+    ends = torch.tensor(np.r_[np.flatnonzero(is_start)[1:] - 1, n - 1])
+    layout = fbm.ChainLayout(torch.tensor(is_start), starts, ends)
+    ref = fbm.forward_backward_log_sequential(pi, A, log_em, layout)
+    filtered, gamma, xi, loglik = compiled_forward_backward(log_em.numpy(), pi.numpy(), A.numpy(), is_start)
+    np.testing.assert_allclose(loglik, ref.log_likelihood.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gamma, ref.gamma.numpy(), atol=1e-12)
+    np.testing.assert_allclose(xi, ref.xi_sum.numpy(), atol=1e-12)
+    np.testing.assert_allclose(filtered, ref.filtered.numpy(), atol=1e-12)
+    # a state sequence the transition matrix forbids makes every forward entry zero: no answer, and the
+    # public function falls back to the log-space recursion (-inf log-likelihood, not NaN)
+    A0 = torch.eye(k, dtype=torch.float64)
+    log_em0 = torch.full((3, k), -1e6, dtype=torch.float64)
+    log_em0[0, 0] = log_em0[1, 1] = log_em0[2, 2] = 0.0
+    one = fbm.ChainLayout(torch.tensor([True, False, False]), torch.tensor([0]), torch.tensor([2]))
+    assert compiled_forward_backward(log_em0.numpy(), pi.numpy(), A0.numpy(), np.array([True, False, False])) is None
+    assert not bool(torch.isnan(fbm.forward_backward(pi, A0, log_em0, one).log_likelihood).any())
