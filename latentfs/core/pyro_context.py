@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import random
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["pyro_scope"]
+__all__ = ["pyro_scope", "simulate_sites", "simulation_seed"]
 
 # Re-entrant: a seeded simulation may run inside a seeded fit.
 _PYRO_LOCK = threading.RLock()
@@ -41,3 +43,38 @@ def pyro_scope(seed: int | None = None) -> Iterator[None]:
         finally:
             random.setstate(py_state)
             np.random.set_state(np_state)
+
+
+def simulation_seed(seed: Any) -> int | None:
+    """``simulate``'s seed checked by :func:`~latentfs.core.options.check_seed`, as an int for
+    ``torch.manual_seed`` (a numpy or torch Generator gives one draw)."""
+    from latentfs.core.options import as_rng, check_seed
+
+    seed = check_seed(seed)
+    if seed is None or isinstance(seed, int):
+        return seed
+    return int(as_rng(seed).integers(2**62))
+
+
+def simulate_sites(fn: Any, seed: Any, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+    """The one simulation runner of the Pyro models: run ``fn(*args, **kwargs)`` (a model, possibly conditioned
+    on some sites) under :func:`pyro_scope` with torch seeded by ``seed`` (checked by :func:`simulation_seed`;
+    the caller's random state is restored), and return every sample site's value as a numpy array (the plates'
+    index sites left out)."""
+    from pyro import poutine
+    from pyro.poutine.util import site_is_subsample
+
+    seed = simulation_seed(seed)
+    with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
+        if seed is not None:
+            torch.manual_seed(int(seed))
+        with torch.no_grad(), warnings.catch_warnings():
+            # torch 2.x Wishart.rsample flags every *valid* draw as "Singular sample detected" (it tests the
+            # support check without negating it); the draws themselves are fine.
+            warnings.filterwarnings("ignore", message="Singular sample detected")
+            trace = poutine.trace(fn).get_trace(*args, **kwargs)
+    return {
+        name: site["value"].detach().cpu().numpy()
+        for name, site in trace.nodes.items()
+        if site["type"] == "sample" and not site_is_subsample(site)
+    }

@@ -35,12 +35,10 @@ import numpy as np
 import pyro
 import pyro.distributions as dist
 import torch
-from pyro import poutine
-from pyro.poutine.util import site_is_subsample
 from torch.distributions import constraints
 
 from latentfs.core.data import DataError, check_n_components, check_positive
-from latentfs.core.pyro_context import pyro_scope
+from latentfs.core.pyro_context import simulate_sites
 
 __all__ = [
     "ConditionalGammaPoissonDCA",
@@ -366,30 +364,8 @@ class _DCABase:
         return (check_int("n_documents", n_documents, low=1), check_int("n_features", n_features, low=1),
                 check_dtype(dtype))
 
-    def _run_simulation(self, fn: Any, seed: int | None, **kwargs: Any) -> dict[str, np.ndarray]:
-        seed = simulation_seed(seed)
-        # A scoped RNG: the caller's global torch state is restored afterwards.
-        with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
-            if seed is not None:
-                torch.manual_seed(int(seed))
-            with torch.no_grad():
-                trace = poutine.trace(fn).get_trace(**kwargs)
-        return {
-            name: site["value"].detach().cpu().numpy()
-            for name, site in trace.nodes.items()
-            if site["type"] == "sample" and not site_is_subsample(site)  # not the plates' index sites
-        }
-
-
-def simulation_seed(seed: Any) -> int | None:
-    """``simulate``'s seed checked by :func:`~latentfs.core.data.check_seed`, as an int for ``torch.manual_seed``
-    (a numpy or torch Generator gives one draw)."""
-    from latentfs.core.data import as_rng, check_seed
-
-    seed = check_seed(seed)
-    if seed is None or isinstance(seed, int):
-        return seed
-    return int(as_rng(seed).integers(2**62))
+    def _run_simulation(self, fn: Any, seed: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+        return simulate_sites(fn, seed, **kwargs)
 
 
 class DirichletDCA(_DCABase):

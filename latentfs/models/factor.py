@@ -41,11 +41,10 @@ import pyro
 import pyro.distributions as dist
 import torch
 from pyro import poutine
-from pyro.poutine.subsample_messenger import _Subsample
 from torch.distributions import constraints
 
 from latentfs.core.data import DataError, check_n_components, check_positive
-from latentfs.core.pyro_context import pyro_scope
+from latentfs.core.pyro_context import simulate_sites
 
 __all__ = ["FactorAnalysis", "LoadingConstraints", "MixtureOfFactorAnalyzers"]
 
@@ -315,7 +314,7 @@ class FactorAnalysis:
         random, keeping at least one observed entry per row and per column.
         """
         from latentfs.core.data import check_int
-        from latentfs.models.dca import simulation_seed
+        from latentfs.core.pyro_context import simulation_seed
 
         n_samples = check_int("n_samples", n_samples, low=1)
         if n_features is not None:
@@ -347,7 +346,7 @@ class FactorAnalysis:
             check_positive(fixed["noise_variance"].numpy(), "noise_variance")
         if not 0.0 <= missing_fraction < 1.0:
             raise DataError(f"missing_fraction must lie in [0, 1); got {missing_fraction}.")
-        out = _run_scoped(poutine.condition(self.model, fixed), seed, n_samples=int(n_samples), n_features=d)
+        out = simulate_sites(poutine.condition(self.model, fixed), seed, n_samples=int(n_samples), n_features=d)
         out["factors"] = out["factors"].reshape(int(n_samples), self.n_components)
         if missing_fraction > 0:
             out["data"] = _blank(out["data"], missing_fraction, seed)
@@ -379,20 +378,6 @@ def _integrated_data(
     # The padded entries contributed N(0; 0, 1) each; remove them.
     pyro.factor("missing_entries", 0.5 * np.log(2 * np.pi) * (1.0 - obs).sum())
     return value
-
-
-def _run_scoped(fn: Any, seed: int | None, **kwargs: Any) -> dict[str, np.ndarray]:
-    """Run ``fn`` under a scoped RNG (the caller's global torch state is restored)."""
-    with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
-        if seed is not None:
-            torch.manual_seed(int(seed))
-        with torch.no_grad():
-            trace = poutine.trace(fn).get_trace(**kwargs)
-    return {
-        name: site["value"].detach().cpu().numpy()
-        for name, site in trace.nodes.items()
-        if site["type"] == "sample" and not isinstance(site["fn"], _Subsample)
-    }
 
 
 def _blank(data: np.ndarray, fraction: float, seed: int | None) -> np.ndarray:
@@ -501,7 +486,7 @@ class MixtureOfFactorAnalyzers:
     ) -> dict[str, np.ndarray]:
         """Draw ``data``, ``assignment`` and ``factors`` from :meth:`model` at the given parameters."""
         from latentfs.core.data import check_int
-        from latentfs.models.dca import simulation_seed
+        from latentfs.core.pyro_context import simulation_seed
 
         n_samples = check_int("n_samples", n_samples, low=1)
         seed = simulation_seed(seed)
@@ -520,4 +505,4 @@ class MixtureOfFactorAnalyzers:
             "loadings": torch.as_tensor(W),
             "noise_variance": torch.as_tensor(psi.copy()),
         }
-        return _run_scoped(poutine.condition(self.model, fixed), seed, n_samples=int(n_samples), n_features=d)
+        return simulate_sites(poutine.condition(self.model, fixed), seed, n_samples=int(n_samples), n_features=d)

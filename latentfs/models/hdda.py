@@ -47,7 +47,6 @@ import torch
 from pyro import poutine
 
 from latentfs.core.data import DataError, check_n_components, check_positive
-from latentfs.core.pyro_context import pyro_scope
 
 __all__ = ["HDDAModel", "polar_orthonormal"]
 
@@ -214,20 +213,11 @@ class HDDAModel:
         deterministic site as numpy arrays (``X``, ``labels``, ``orientation``, ``signal_variance``, …).
         """
         from latentfs.core.data import check_int
-        from latentfs.models.dca import simulation_seed
+        from latentfs.core.pyro_context import simulate_sites, simulation_seed
 
         n_samples = check_int("n_samples", n_samples, low=1)
         n_features = check_int("n_features", n_features, low=1)
         seed = simulation_seed(seed)
         fixed = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in (values or {}).items()}
         fn = poutine.condition(self.model, data=fixed) if fixed else self.model
-        with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
-            if seed is not None:
-                torch.manual_seed(int(seed))
-            with torch.no_grad():
-                trace = poutine.trace(fn).get_trace(n_samples=int(n_samples), n_features=int(n_features))
-        return {
-            name: site["value"].detach().cpu().numpy()  # type: ignore[union-attr]
-            for name, site in trace.nodes.items()
-            if site["type"] == "sample"
-        }
+        return simulate_sites(fn, seed, n_samples=int(n_samples), n_features=int(n_features))

@@ -47,7 +47,8 @@ from latentfs.core.data import (
     check_n_components,
     check_positive,
 )
-from latentfs.models.mixture import GaussianMixture, _run_scoped
+from latentfs.core.pyro_context import simulate_sites
+from latentfs.models.mixture import GaussianMixture
 
 __all__ = ["CategoricalHMM", "GaussianHMM", "HMM_COVARIANCE_TYPES", "SequenceData", "pad_sequences"]
 
@@ -293,7 +294,7 @@ class _HMMBase:
         lens = _check_lengths_arg(n_sequences, length)
         cond = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in (params or {}).items()}
         model = self.model  # type: ignore[attr-defined]
-        out = _run_scoped(poutine.condition(model, cond), seed, lengths=torch.as_tensor(lens), **sizes)
+        out = simulate_sites(poutine.condition(model, cond), seed, lengths=torch.as_tensor(lens), **sizes)
         t_max = int(lens.max())
         states = np.stack([out.pop(f"state_{t}") for t in range(t_max)], 1)
         data = np.stack([out.pop(f"data_{t}") for t in range(t_max)], 1)

@@ -47,7 +47,7 @@ from pyro import poutine
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
 from latentfs.core.options import check_float, check_int
-from latentfs.models.mixture import _run_scoped
+from latentfs.core.pyro_context import simulate_sites
 
 __all__ = [
     "HiddenPotts",
@@ -346,7 +346,7 @@ class HiddenPotts:
         def parameters() -> None:
             self._parameters(d, prior)
 
-        out = _run_scoped(poutine.condition(parameters, cond), param_seed)
+        out = simulate_sites(poutine.condition(parameters, cond), param_seed)
         k = self.n_components
         labels = torch.randint(0, k, (h, w), generator=gen)
         eta = float(out["interaction"])

@@ -48,7 +48,7 @@ from pyro import poutine
 from torch.distributions import constraints
 
 from latentfs.core.data import DataError, as_continuous, check_int, check_seed
-from latentfs.core.pyro_context import pyro_scope
+from latentfs.core.pyro_context import simulate_sites
 
 __all__ = ["LatentTrait", "n_free_parameters"]
 
@@ -297,7 +297,7 @@ class LatentTrait:
         if not 0.0 <= float(missing_fraction) < 1.0:
             raise DataError(f"missing_fraction must lie in [0, 1); got {missing_fraction}.")
         fixed = {"intercepts": torch.as_tensor(c), "discrimination": torch.as_tensor(A)}
-        out = _run_scoped(poutine.condition(self.model, fixed), seed, n_samples=n, n_items=p)
+        out = simulate_sites(poutine.condition(self.model, fixed), seed, n_samples=n, n_items=p)
         if self.binary:
             items = out.pop("items").reshape(n, p)
         else:
@@ -310,17 +310,3 @@ class LatentTrait:
         out["items"] = items
         out["traits"] = out["traits"].reshape(n, self.n_components)
         return out
-
-
-def _run_scoped(fn: Any, seed: int | None, **kwargs: Any) -> dict[str, np.ndarray]:
-    """Run ``fn`` under a scoped RNG (the caller's global torch state is restored); its sample sites."""
-    with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
-        if seed is not None:
-            torch.manual_seed(int(seed))
-        with torch.no_grad():
-            trace = poutine.trace(fn).get_trace(**kwargs)
-    return {
-        name: site["value"].detach().cpu().numpy()
-        for name, site in trace.nodes.items()
-        if site["type"] == "sample" and type(site["fn"]).__name__ != "_Subsample"
-    }

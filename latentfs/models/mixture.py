@@ -28,7 +28,6 @@ features within a component; it rejects NaN (impute, or use a diagonal model).
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +38,7 @@ import torch
 from pyro import poutine
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
-from latentfs.core.pyro_context import pyro_scope
+from latentfs.core.pyro_context import simulate_sites
 
 __all__ = ["GaussianMixture", "LatentClass", "LatentProfile", "UnivariateMixtureK", "COVARIANCE_TYPES", "PRIOR_RIDGE"]
 
@@ -62,26 +61,6 @@ def _check_simulate_sizes(n_samples: Any, n_features: Any) -> tuple[int, int]:
     from latentfs.core.data import check_int
 
     return check_int("n_samples", n_samples, low=1), check_int("n_features", n_features, low=1)
-
-
-def _run_scoped(fn: Any, seed: Any, **kwargs: Any) -> dict[str, np.ndarray]:
-    """Run ``fn`` under a scoped RNG (the caller's torch state is restored) and return its sample sites."""
-    from latentfs.models.dca import simulation_seed
-
-    seed = simulation_seed(seed)  # an int ≥ 0 or None; 1.5, -1 and "abc" are DataErrors
-    with pyro_scope():  # the process-wide Pyro lock and a scoped RNG (caller state restored)
-        if seed is not None:
-            torch.manual_seed(int(seed))
-        with torch.no_grad(), warnings.catch_warnings():
-            # torch 2.x Wishart.rsample flags every *valid* draw as "Singular sample detected" (it tests
-            # the support check without negating it); the draws themselves are fine.
-            warnings.filterwarnings("ignore", message="Singular sample detected")
-            trace = poutine.trace(fn).get_trace(**kwargs)
-    return {
-        n: s["value"].detach().cpu().numpy()
-        for n, s in trace.nodes.items()
-        if s["type"] == "sample" and type(s["fn"]).__name__ != "_Subsample"
-    }
 
 
 class _MixtureBase:
@@ -342,7 +321,7 @@ class GaussianMixture(_MixtureBase):
         """
         n_samples, n_features = _check_simulate_sizes(n_samples, n_features)
         cond = {k: torch.as_tensor(np.asarray(v, dtype=np.float64)) for k, v in (params or {}).items()}
-        out = _run_scoped(
+        out = simulate_sites(
             poutine.condition(self.model, cond), seed, n_samples=int(n_samples), n_features=int(n_features)
         )
         out["assignment"] = out["assignment"].reshape(-1).astype(np.int64)
@@ -560,7 +539,7 @@ class LatentClass(_MixtureBase):
                     cond[f"item_probs_{i}"] = arr[:, i, : int(s)]
             else:
                 cond[key] = arr
-        out = _run_scoped(
+        out = simulate_sites(
             poutine.condition(self.model, cond), seed, n_samples=int(n_samples), n_features=int(n_features)
         )
         if not self.binary:
@@ -744,6 +723,6 @@ class UnivariateMixtureK(_MixtureBase):
         ``assignment``, ``data`` (n,). ``params`` fixes any of the parameter sites."""
         n_samples, _ = _check_simulate_sizes(n_samples, 1)
         cond = {key: torch.as_tensor(np.asarray(v, dtype=np.float64)) for key, v in (params or {}).items()}
-        out = _run_scoped(poutine.condition(self.model, cond), seed, n_samples=int(n_samples))
+        out = simulate_sites(poutine.condition(self.model, cond), seed, n_samples=int(n_samples))
         out["assignment"] = out["assignment"].reshape(-1).astype(np.int64)
         return out

@@ -133,7 +133,7 @@ class PLSA:
         Returns ``counts`` (I, J), ``doc_topic`` (I, K), ``topic_word`` (K, J) and ``doc_prior`` (I,).
         """
         from latentfs.core.data import check_int
-        from latentfs.models.dca import simulation_seed
+        from latentfs.core.pyro_context import simulation_seed
 
         I, J = check_int("n_documents", n_documents, low=1), check_int("n_features", n_features, low=1)
         seed = simulation_seed(seed)
