@@ -19,9 +19,14 @@ from latentfs.core.registry import fit, methods_for
 from latentfs.core.results import Posterior, load
 from latentfs.core.weights import FeatureWeights
 from latentfs.inference.dca import DCA, DCAClassifier, DCAFeatures, top_words, word_importance, word_relevance
-from latentfs.inference.factor import FactorAnalyzer, communalities, loading_weights
+from latentfs.inference.factor import (
+    FactorAnalyzer,
+    MixtureOfFactorAnalyzersClusterer,
+    communalities,
+    loading_weights,
+)
 from latentfs.inference.hdda import HDDA, HDDC, hdda_feature_weights
-from latentfs.inference.hmm import state_marginals, viterbi
+from latentfs.inference.hmm import CategoricalHMMEstimator, GaussianHMMEstimator, state_marginals, viterbi
 from latentfs.inference.latent_trait import LatentTraitAnalyzer, discrimination_weights, item_characteristic_curves
 from latentfs.inference.mixture import (
     GaussianMixtureClusterer,
@@ -54,6 +59,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CategoricalHMM",
+    "CategoricalHMMEstimator",
     "ConditionalGammaPoissonDCA",
     "ConvergenceWarning",
     "DCA",
@@ -67,6 +73,7 @@ __all__ = [
     "FeatureWeights",
     "GammaPoissonDCA",
     "GaussianHMM",
+    "GaussianHMMEstimator",
     "GaussianMixture",
     "GaussianMixtureClusterer",
     "HDDA",
@@ -82,6 +89,7 @@ __all__ = [
     "LatentTraitAnalyzer",
     "LoadingConstraints",
     "MixtureOfFactorAnalyzers",
+    "MixtureOfFactorAnalyzersClusterer",
     "UnivariateMixtureK",
     "MixtureSeparationSelector",
     "PLSA",

@@ -83,8 +83,8 @@ def test_generated_names_are_not_names(counts):
 
 
 def test_results_without_an_estimator_say_so():
-    model = latentfs.GaussianHMM(2)
-    X = np.random.default_rng(0).normal(size=(50, 1))
-    result = latentfs.fit(model, X, method="em", seed=0, n_init=1)
-    with pytest.raises(DataError, match=r"transform, predict and score are not available for GaussianHMM"):
-        result.transform(X)
+    model = latentfs.HiddenPotts(2)
+    image = np.random.default_rng(0).normal(size=(6, 6))
+    result = latentfs.fit(model, image, seed=0)
+    with pytest.raises(DataError, match=r"transform, predict and score are not available for HiddenPotts"):
+        result.transform(image)

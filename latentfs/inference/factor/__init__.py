@@ -10,7 +10,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 import importlib
 import pkgutil
 
-from latentfs.inference.factor.estimator import FactorAnalyzer
+from latentfs.inference.factor.estimator import FactorAnalyzer, MixtureOfFactorAnalyzersClusterer
 from latentfs.inference.factor.weights import (
     bootstrap_draws,
     communalities,
@@ -23,6 +23,7 @@ from latentfs.inference.factor.weights import (
 
 __all__ = [
     "FactorAnalyzer",
+    "MixtureOfFactorAnalyzersClusterer",
     "bootstrap_draws",
     "communalities",
     "loading_weights",

@@ -1,10 +1,16 @@
-"""Factor analysis as a scikit-learn estimator: :class:`FactorAnalyzer` fits
-:class:`~latentfs.models.factor.FactorAnalysis` with any of its engines (EM, MAP, Gibbs).
+"""Factor analysis as scikit-learn estimators: :class:`FactorAnalyzer` fits
+:class:`~latentfs.models.factor.FactorAnalysis` with any of its engines (EM, MAP, Gibbs), and
+:class:`MixtureOfFactorAnalyzersClusterer` fits :class:`~latentfs.models.factor.MixtureOfFactorAnalyzers`.
 
 With loadings W, noise variances Ψ and mean μ (posterior means for Gibbs), ``transform`` gives the factor
 scores E[z | x] = (I + Wᵀ Ψ⁻¹ W)⁻¹ Wᵀ Ψ⁻¹ (x − μ) and ``score`` the mean log-likelihood of the rows under
 x ~ N(μ, W Wᵀ + Ψ) (Bartholomew, Knott & Moustaki 2011, §3; the same formulas as scikit-learn's
 ``FactorAnalysis``).
+
+A mixture of factor analysers scores a row under each analyser k with x ~ N(μ_k, W_k W_kᵀ + Λ) and
+weights π_k (Ghahramani & Hinton 1996): ``predict_proba`` gives the responsibilities
+h_nk = π_k N(x_n | μ_k, W_k W_kᵀ + Λ) / Σ_l π_l N(x_n | μ_l, W_l W_lᵀ + Λ), ``predict`` their arg max,
+``score_samples`` log Σ_k π_k N(x_n | ·) and ``score`` its mean per row, as for the other mixtures.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+import torch
+from sklearn.base import ClusterMixin, DensityMixin
 
 from latentfs.core.estimator import LatentEstimator
-from latentfs.models.factor import FactorAnalysis
+from latentfs.models.factor import FactorAnalysis, MixtureOfFactorAnalyzers
 
-__all__ = ["FactorAnalyzer"]
+__all__ = ["FactorAnalyzer", "MixtureOfFactorAnalyzersClusterer"]
 
 
 class FactorAnalyzer(LatentEstimator):
@@ -126,3 +134,126 @@ class FactorAnalyzer(LatentEstimator):
     def score(self, X: Any, y: Any = None) -> float:
         """Mean log-likelihood per row (higher is better); ``y`` is ignored."""
         return float(self.score_samples(X).mean())
+
+
+class MixtureOfFactorAnalyzersClusterer(ClusterMixin, DensityMixin, LatentEstimator):
+    """Mixture of factor analysers (:class:`~latentfs.models.factor.MixtureOfFactorAnalyzers`) with the
+    scikit-learn contract.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+        K, the number of analysers (clusters).
+    n_factors : int, default 1
+        q, the factors of each analyser (at most n_features − 1).
+    method : {"em"}, default "em"
+    seed : int, default 0
+    max_iter, tol, n_init : optional; None keeps the engine's default.
+
+    Attributes
+    ----------
+    posterior_ : Posterior
+    weights_ : ndarray (n_components,)
+    components_ : ndarray (n_components, n_features), the analysers' means μ_k
+    loadings_ : ndarray (n_components, n_features, n_factors), W_k
+    noise_variance_ : ndarray (n_features,), the shared diagonal Λ
+    labels_ : ndarray (n_samples,), the analyser of each training row
+
+    Examples
+    --------
+    >>> W = np.array([[[1.0], [1.0], [0.0]], [[0.0], [1.0], [1.0]]])
+    >>> X = MixtureOfFactorAnalyzers(2, 1).simulate(100, loadings=W, mean=[[0, 0, 0], [6, 6, 6]],
+    ...                                            noise_variance=0.1, seed=0)["data"]
+    >>> mfa = MixtureOfFactorAnalyzersClusterer(2, n_factors=1).fit(X)
+    >>> mfa.predict_proba(X).shape, mfa.loadings_.shape
+    ((100, 2), (2, 3, 1))
+    """
+
+    _feature_prefix = "component"
+    _min_samples = 2
+    _min_features = 2
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        n_factors: int = 1,
+        method: str = "em",
+        seed: int | None = 0,
+        max_iter: int | None = None,
+        tol: float | None = None,
+        n_init: int | None = None,
+    ) -> None:
+        self.n_components = n_components
+        self.n_factors = n_factors
+        self.method = method
+        self.seed = seed
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+
+    def _make_model(self) -> MixtureOfFactorAnalyzers:
+        return MixtureOfFactorAnalyzers(self.n_components, self.n_factors)
+
+    def _after_fit(self, X: Any) -> None:
+        post = self.posterior_
+        self.weights_ = np.asarray(post.mean("weights"), dtype=np.float64)
+        self.components_ = np.asarray(post.mean("mean"), dtype=np.float64)
+        self.loadings_ = np.asarray(post.mean("loadings"), dtype=np.float64)
+        self.noise_variance_ = np.asarray(post.mean("noise_variance"), dtype=np.float64)
+        if X is not None:  # None: adopted from a result (Posterior.estimator), no training rows at hand
+            self.labels_ = np.asarray(self._log_joint_of(X).argmax(1), dtype=np.int64)
+
+    def _log_joint_of(self, X: np.ndarray) -> torch.Tensor:
+        """log π_k + log N(x_n | μ_k, W_k W_kᵀ + Λ), (n, K)."""
+        from latentfs.inference.factor.em import MFAParams, mfa_component_log_density
+
+        t = lambda a: torch.tensor(np.asarray(a, dtype=np.float64))  # noqa: E731  (a copy: X may be read-only)
+        params = MFAParams(
+            weights=t(self.weights_), means=t(self.components_), loadings=t(self.loadings_),
+            noise_variance=t(self.noise_variance_),
+        )
+        logdens, _, _ = mfa_component_log_density(params, t(X))
+        return logdens + torch.log(t(self.weights_).clamp_min(1e-300))[None, :]
+
+    def _log_joint(self, X: Any) -> torch.Tensor:
+        self._check_fitted()
+        return self._log_joint_of(self._validate(X, reset=False))
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Responsibilities P(analyser | x), shape (n_samples, n_components); rows sum to 1."""
+        return torch.softmax(self._log_joint(X), 1).numpy()
+
+    def transform(self, X: Any) -> np.ndarray:
+        """The responsibilities (:meth:`predict_proba`), the samples' representation."""
+        return self.predict_proba(X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable analyser of each row."""
+        return np.asarray(self.predict_proba(X).argmax(1), dtype=np.int64)
+
+    def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
+        """Fit, then the analyser of each training row (``labels_``)."""
+        return np.asarray(self.fit(X).labels_)
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """log p(x_n) = log Σ_k π_k N(x_n | μ_k, W_k W_kᵀ + Λ) of each row."""
+        return torch.logsumexp(self._log_joint(X), 1).numpy()
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Mean log-likelihood per row (higher is better); ``y`` is ignored."""
+        return float(self.score_samples(X).mean())
+
+
+def _register_with_posterior() -> None:
+    """Let :meth:`Posterior.estimator` (and so ``Posterior.transform/predict/score``) build
+    :class:`MixtureOfFactorAnalyzersClusterer` from mixture-of-factor-analysers results."""
+    from latentfs.core import results
+
+    results._ESTIMATORS.setdefault(
+        "MixtureOfFactorAnalyzers",
+        (__name__, "MixtureOfFactorAnalyzersClusterer", lambda h: {"n_factors": h.get("n_factors", 1)}),
+    )
+
+
+_register_with_posterior()

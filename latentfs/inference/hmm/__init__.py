@@ -14,8 +14,9 @@ import importlib
 import pkgutil
 
 from latentfs.inference.hmm.decode import sequence_log_likelihood, state_marginals, viterbi
+from latentfs.inference.hmm.estimator import CategoricalHMMEstimator, GaussianHMMEstimator
 
-__all__ = ["sequence_log_likelihood", "state_marginals", "viterbi"]
+__all__ = ["CategoricalHMMEstimator", "GaussianHMMEstimator", "sequence_log_likelihood", "state_marginals", "viterbi"]
 
 # Engines register themselves on import.
 for _mod in pkgutil.iter_modules(__path__):
