@@ -36,7 +36,7 @@ class _PreparedGaussian(GaussianMixture):
         return super().check_data(X, name=name)
 
 
-def _gaussian_emission(model: GaussianHMM, data: SequenceData) -> GaussianFamily:
+def _gaussian_emission(model: GaussianHMM, data: SequenceData, for_fit: bool = True) -> GaussianFamily:
     em = model.emission
     prepared = _PreparedGaussian.__new__(_PreparedGaussian)
     prepared.__dict__.update(em.__dict__)
@@ -46,7 +46,7 @@ def _gaussian_emission(model: GaussianHMM, data: SequenceData) -> GaussianFamily
         sample_names=(),
         feature_names=data.feature_names,
     )
-    return GaussianFamily.prepare(prepared, matrix)
+    return GaussianFamily.prepare(prepared, matrix, for_fit=for_fit)
 
 
 def _categorical_emission(model: CategoricalHMM, data: SequenceData, n_categories: int) -> CategoricalFamily:
@@ -188,7 +188,7 @@ def prepare(
                 "symbols the model was fitted on."
             )
         return HMMFamily(model, data, layout, _categorical_emission(model, data, s), s)
-    return HMMFamily(model, data, layout, _gaussian_emission(model, data))
+    return HMMFamily(model, data, layout, _gaussian_emission(model, data, for_fit))
 
 
 def _check_symbol_table(n: int, s: int) -> None:

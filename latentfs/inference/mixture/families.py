@@ -265,7 +265,7 @@ class GaussianFamily:
         return self.model.covariance_type
 
     @classmethod
-    def prepare(cls, model: GaussianMixture, X: Any, *, e_step: str = "auto") -> GaussianFamily:
+    def prepare(cls, model: GaussianMixture, X: Any, *, e_step: str = "auto", for_fit: bool = True) -> GaussianFamily:
         data = model.check_data(X)
         raw = data.values
         shift = np.nanmean(raw, axis=0)
@@ -273,7 +273,8 @@ class GaussianFamily:
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
             variance = np.nanvar(raw, axis=0)
             largest = np.abs(xc).max(0)
-        bad = ~np.isfinite(variance) | (largest > 1e150) | (variance < 1e-280)
+        # a constant column (or a single row) cannot be fitted, but new data to decode may well be one
+        bad = ~np.isfinite(variance) | (largest > 1e150) | ((variance < 1e-280) if for_fit else False)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
             raise DataError(

@@ -131,3 +131,15 @@ def test_em_option_errors():
     res = latentfs.fit(GaussianHMM(3), X, lengths=lens, seed=0)
     with pytest.raises(DataError, match=r"X must have the 2 features the model was fitted on; got 1"):
         viterbi(res, X[:, :1], lens)
+
+
+def test_decoding_accepts_a_single_row_and_constant_columns():
+    # found by the estimator work: decoding new data ran the fit-time spread check, so one row (every column
+    # constant) was refused as "outside what float64 moments can hold"
+    sim = latentfs.GaussianHMM(2).simulate(2, 50, 2, seed=0)
+    result = latentfs.fit(latentfs.GaussianHMM(2), sim["data"], lengths=sim["lengths"], seed=0, warn=False)
+    one = sim["data"][:1]
+    assert latentfs.viterbi(result, one).shape == (1,)
+    np.testing.assert_allclose(latentfs.state_marginals(result, one).sum(1), 1.0)
+    with pytest.raises(latentfs.DataError, match=r"constant \(zero-variance\) column"):
+        latentfs.fit(latentfs.GaussianHMM(2), np.ones((20, 2)), seed=0)  # fitting a constant column still refused
