@@ -541,7 +541,8 @@ print(acc.idxmax().to_string())
 
 # %% [markdown]
 # Read the table method by method (the full run of 2026-11-24). The baselines win most columns: L1-logistic on
-# wdbc (0.975) and tissue (0.979), RFE on digits (0.871), mutual information and Boruta on wine (0.944); on
+# wdbc (0.975) and tissue (0.979), RFE on digits (0.871), mutual information and Boruta on wine (0.944), Boruta
+# on Reuters (0.975, BSS 0.972 next, unsupervised Q-α last at 0.858); on
 # NCI60 (57 samples, 8 tumour types) every method lies within the fold noise (0.44–0.53). The seed methods:
 # BSS with the class direction (`rank`, r//4) is second on tissue (0.974) but fails on Weston (0.525), where the
 # class signal is not the support vectors' top direction (`benchmarks/bss_table1.py`); supervised Q-α matches
