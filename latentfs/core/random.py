@@ -4,9 +4,10 @@ float32 or float64 (FIELD_NOTES)."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-__all__ = ["dirichlet_sample", "group_softmax", "log_gamma_sample"]
+__all__ = ["dirichlet_sample", "group_softmax", "log_dirichlet_draws", "log_gamma_sample"]
 
 
 def log_gamma_sample(conc: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -36,3 +37,15 @@ def group_softmax(logits: torch.Tensor, groups: torch.Tensor | None) -> torch.Te
     e = torch.exp(logits - top[..., groups])
     totals = torch.zeros(*e.shape[:-1], n_groups, dtype=e.dtype, device=e.device).index_add_(-1, groups, e)
     return e / totals[..., groups]
+
+
+def log_dirichlet_draws(conc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """log m for ``n`` draws m ~ Dirichlet(conc) along the last axis, shape (n, *conc.shape), with a numpy
+    Generator: the same log-space construction as :func:`log_gamma_sample`, for the numpy paths (drawing from
+    a fitted Dirichlet family on export, importance sampling of held-out likelihoods)."""
+    from scipy.special import logsumexp
+
+    conc = np.asarray(conc, dtype=np.float64)
+    shape = (n, *conc.shape)
+    log_g = np.log(rng.gamma(conc + 1.0, size=shape)) + np.log(rng.uniform(size=shape)) / conc
+    return log_g - logsumexp(log_g, axis=-1, keepdims=True)

@@ -80,13 +80,10 @@ def _wishart(p: dict[str, np.ndarray], n: int, rng: np.random.Generator) -> np.n
 
 
 def _dirichlet(conc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Dirichlet draws along the last axis, computed in log space so tiny concentrations don't underflow."""
-    shape = (n, *conc.shape)
-    # Gamma(a) = Gamma(a + 1) · U^(1/a): stable for small a (FIELD_NOTES, small concentrations).
-    log_g = np.log(rng.gamma(conc + 1.0, size=shape)) + np.log(rng.uniform(size=shape)) / conc
-    log_g -= log_g.max(-1, keepdims=True)
-    g = np.exp(log_g)
-    return g / g.sum(-1, keepdims=True)
+    """Dirichlet draws along the last axis, made in log space so tiny concentrations don't underflow."""
+    from latentfs.core.random import log_dirichlet_draws
+
+    return np.exp(log_dirichlet_draws(conc, n, rng))
 
 
 def split_rhat(draws: np.ndarray) -> np.ndarray:

@@ -67,6 +67,7 @@ import scipy.sparse as sp
 from scipy.special import gammaln, logsumexp
 
 from latentfs.core.data import DataError, as_counts, check_positive
+from latentfs.core.random import log_dirichlet_draws
 from latentfs.evaluate.heldout import ScoringTerms, scoring_terms
 
 __all__ = [
@@ -197,8 +198,7 @@ def _check_int(name: str, v: Any, low: int = 1) -> int:
 
 def _log_dirichlet_samples(conc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """log m for m ~ Dirichlet(conc), (n, K), in log space: Gamma(a) = Gamma(a + 1) U^{1/a}."""
-    log_g = np.log(rng.gamma(conc + 1.0, size=(n, conc.size))) + np.log(rng.uniform(size=(n, conc.size))) / conc
-    return log_g - logsumexp(log_g, axis=1, keepdims=True)
+    return log_dirichlet_draws(np.asarray(conc, dtype=np.float64).reshape(-1), n, rng)
 
 
 def _log_dirichlet_pdf(log_m: np.ndarray, conc: np.ndarray) -> np.ndarray:
