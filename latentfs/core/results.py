@@ -360,33 +360,37 @@ class Posterior:
             return as_array(X)
         return X
 
-    def transform(self, X: Any) -> np.ndarray:
+    def transform(self, X: Any, **kwargs: Any) -> np.ndarray:
         """The representation of new rows ``X``: component proportions of documents (DCA, PLSA), factor
-        scores (FA), responsibilities (mixtures), trait scores (latent trait). See :meth:`estimator`."""
+        scores (FA), responsibilities (mixtures), trait scores (latent trait), state marginals (HMM). Keyword
+        arguments go to the estimator (``lengths=`` for hidden Markov models). See :meth:`estimator`."""
         est = self.estimator()
-        return np.asarray(est.transform(self._new_data(est, X)))
+        return np.asarray(est.transform(self._new_data(est, X), **kwargs))
 
-    def predict(self, X: Any) -> np.ndarray:
-        """The most probable component of each new row (mixtures only). See :meth:`estimator`."""
+    def predict(self, X: Any, **kwargs: Any) -> np.ndarray:
+        """The most probable component of each new row (mixtures; the Viterbi states of an HMM). Keyword
+        arguments go to the estimator (``lengths=``). See :meth:`estimator`."""
         est = self.estimator()
         if not hasattr(est, "predict"):
             raise DataError(f"predict needs a model with labels (a mixture); {self.model} has none. Use transform.")
-        return np.asarray(est.predict(self._new_data(est, X)))
+        return np.asarray(est.predict(self._new_data(est, X), **kwargs))
 
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """P(component | row) of each new row (mixtures only). See :meth:`estimator`."""
+    def predict_proba(self, X: Any, **kwargs: Any) -> np.ndarray:
+        """P(component | row) of each new row (mixtures, HMM state marginals). Keyword arguments go to the
+        estimator (``lengths=``). See :meth:`estimator`."""
         est = self.estimator()
         if not hasattr(est, "predict_proba"):
             raise DataError(
                 f"predict_proba needs a model with labels (a mixture); {self.model} has none. Use transform."
             )
-        return np.asarray(est.predict_proba(self._new_data(est, X)))
+        return np.asarray(est.predict_proba(self._new_data(est, X), **kwargs))
 
-    def score(self, X: Any) -> float:
+    def score(self, X: Any, **kwargs: Any) -> float:
         """Held-out log-likelihood of new data, higher is better: per token by document completion for
-        topic models, mean per row for the others. See :meth:`estimator`."""
+        topic models, mean per row for the others. Keyword arguments go to the estimator (``lengths=``). See
+        :meth:`estimator`."""
         est = self.estimator()
-        return float(est.score(self._new_data(est, X)))
+        return float(est.score(self._new_data(est, X), **kwargs))
 
     def _site_list(self, sites: Iterable[str] | str | None, default: Iterable[str]) -> list[str]:
         """``sites`` as a list of known sites: one name is one site (not its characters)."""

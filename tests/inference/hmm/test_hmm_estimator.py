@@ -182,6 +182,11 @@ def test_posterior_methods_for_hmm_results(gaussian, symbols):
     np.testing.assert_allclose(post.transform(first), state_marginals(post, first), atol=1e-10)
     np.testing.assert_array_equal(post.predict(first), viterbi(post, first))
     assert post.score(first) == pytest.approx(sequence_log_likelihood(post, first)[0] / len(first), rel=1e-10)
+    # several sequences through the Posterior: lengths= goes to the estimator
+    np.testing.assert_array_equal(post.predict(X, lengths=lengths), viterbi(post, X, lengths))
+    np.testing.assert_allclose(post.predict_proba(X, lengths=lengths), state_marginals(post, X, lengths), atol=1e-10)
+    assert post.score(X, lengths=lengths) == pytest.approx(sequence_log_likelihood(post, X, lengths).sum() / len(X),
+                                                           rel=1e-10)
     S, slen = symbols
     cpost = latentfs.fit(CategoricalHMM(2), S, lengths=slen, seed=0)
     np.testing.assert_allclose(cpost.transform(S[:50]), state_marginals(cpost, S[:50]), atol=1e-10)
