@@ -46,8 +46,8 @@ def _family_modules() -> list[Any]:
 #: Names that must not be parameters of any public class or function.
 RETIRED = {"n_factors", "n_aspects", "n_traits", "n_clusters", "k", "n_restarts", "width", "num_restarts"}
 
-#: The one class whose ``n_factors`` is a distinct count (factors per analyser, next to n_components).
-N_FACTORS_ALLOWED = {"MixtureOfFactorAnalyzers"}
+#: The classes whose ``n_factors`` is a distinct count (factors per analyser, next to n_components): the model
+N_FACTORS_ALLOWED = {"MixtureOfFactorAnalyzers", "MixtureOfFactorAnalyzersClusterer"}  # and its estimator
 
 #: Where ``gamma`` is allowed, and what it means there.
 GAMMA_ALLOWED = {
