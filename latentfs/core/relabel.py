@@ -161,13 +161,29 @@ def _gather_rows(x: np.ndarray, perms: np.ndarray) -> np.ndarray:
     return x[np.arange(x.shape[0])[:, None], perms]
 
 
-def apply_draw_permutations(site_draws: np.ndarray, perms: np.ndarray, component_axis: int) -> np.ndarray:
-    """Permute the component axis (within the site shape) of each draw: ``perms`` is (chain, draw, K)."""
+def apply_draw_permutations(
+    site_draws: np.ndarray, perms: np.ndarray, component_axis: int, *, in_place: bool = False
+) -> np.ndarray:
+    """Permute the component axis (within the site shape) of each draw: ``perms`` is (chain, draw, K).
+
+    Draws whose permutation is the identity are not touched and the others are permuted one draw at a time,
+    into one copy (the input is left unchanged) or, with ``in_place`` and a C-contiguous writable array, into
+    the input itself. A gather with broadcast index arrays took four to five times the draws' memory (915 MiB
+    peak for 190 MiB of Θ draws).
+    """
     arr = np.asarray(site_draws)
-    axis = component_axis + 2
-    shape = [1] * arr.ndim
-    shape[0], shape[1], shape[axis] = perms.shape
-    return np.take_along_axis(arr, perms.reshape(shape), axis=axis)
+    c, d, k = perms.shape
+    flat_perms = perms.reshape(c * d, k)
+    moved = np.flatnonzero((flat_perms != np.arange(k)).any(axis=1))
+    if moved.size == 0:
+        return arr
+    own = in_place and arr.flags.writeable and arr.flags.c_contiguous
+    out = arr if own else np.array(arr, copy=True, order="C")
+    src = arr.reshape(c * d, *arr.shape[2:])
+    dst = out.reshape(c * d, *arr.shape[2:])
+    for i in moved:
+        dst[i] = np.take(src[i], flat_perms[i], axis=component_axis)
+    return out
 
 
 def modal_permutations(perms: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:

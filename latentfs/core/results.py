@@ -95,13 +95,20 @@ def split_rhat(draws: np.ndarray) -> np.ndarray:
     if c * 2 < 2 or n < 4:
         return np.full(draws.shape[2:], np.nan)
     half = n // 2
-    x = np.concatenate([draws[:, :half], draws[:, n - half :]], axis=0)  # (2c, half, ...)
-    chain_means = x.mean(axis=1)
-    within = x.var(axis=1, ddof=1).mean(axis=0)
-    between = half * chain_means.var(axis=0, ddof=1)
-    var_plus = (half - 1) / half * within + between / half
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.sqrt(var_plus / within)
+    flat = np.asarray(draws).reshape(c, n, -1)
+    out = np.empty(flat.shape[2])
+    # entries in blocks of ~16 MiB of split chains, so the peak memory stays near the draws' own size
+    step = max(1, (2 << 20) // max(1, 2 * c * half))
+    for lo in range(0, flat.shape[2], step):
+        block = flat[:, :, lo : lo + step]
+        x = np.concatenate([block[:, :half], block[:, n - half :]], axis=0).astype(np.float64)  # (2c, half, E)
+        chain_means = x.mean(axis=1)
+        within = x.var(axis=1, ddof=1).mean(axis=0)
+        between = half * chain_means.var(axis=0, ddof=1)
+        var_plus = (half - 1) / half * within + between / half
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[lo : lo + step] = np.sqrt(var_plus / within)
+    return out.reshape(draws.shape[2:])
 
 
 class Posterior:
@@ -272,7 +279,8 @@ class Posterior:
         modal permutation, and if more than 5% of a chain's draws were in another labelling a
         :class:`~latentfs.core.driver.ConvergenceWarning` says that such outputs mix labels. The result's
         ``alignment`` records the method, each chain's modal permutation (``permutations``) and switch share;
-        ``relabel_permutations`` holds every draw's permutation (chain, draw, K).
+        ``relabel_permutations`` holds every draw's permutation (chain, draw, K). The draws are permuted in place
+        (an array returned earlier by :meth:`samples` changes with them; copy it to keep the old labelling).
         """
         import warnings
 
@@ -285,7 +293,8 @@ class Posterior:
         for s, arr in self._draws.items():
             for ax, name in enumerate(self.dims.get(s, ())):
                 if name == component_dim or name in also:
-                    arr = apply_draw_permutations(arr, perms, ax)
+                    # the result owns its draws: permute them where they are (no second copy of the site)
+                    arr = apply_draw_permutations(arr, perms, ax, in_place=True)
             self._draws[s] = arr
         modes, switched = modal_permutations(perms)
         for name, comp_axis in (chain_extras or {}).items():
