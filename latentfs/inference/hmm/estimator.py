@@ -24,11 +24,9 @@ rows (taken here as one sequence), pass for :class:`GaussianHMMEstimator` with n
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 import torch
 from sklearn.base import DensityMixin
 
@@ -230,15 +228,12 @@ class GaussianHMMEstimator(_HMMEstimator):
             self.covars_ = np.asarray(np.linalg.inv(prec) if prec.ndim == 3 else 1.0 / prec, dtype=np.float64)
 
     def _log_emission(self, X: np.ndarray) -> np.ndarray:
-        """log N(y_t | μ_k, Σ_k), (n_samples, n_components)."""
-        k, d = self.components_.shape
-        full = self.covars_ if self.covars_.ndim == 3 else np.stack([np.diag(c) for c in self.covars_])
-        out = np.empty((X.shape[0], k))
-        for j in range(k):
-            chol = np.linalg.cholesky(full[j])
-            z = scipy.linalg.solve_triangular(chol, (X - self.components_[j]).T, lower=True)
-            out[:, j] = -0.5 * (z**2).sum(0) - np.log(np.diag(chol)).sum() - 0.5 * d * math.log(2 * math.pi)
-        return out
+        """log N(y_t | μ_k, Σ_k), (n_samples, n_components), by the family's own emission density at the
+        fitted parameters (the decoders' path; one row or a constant column is decoded like any other)."""
+        from latentfs.inference.hmm.decode import _plugin
+
+        fam, params = _plugin(self.posterior_, X, [X.shape[0]])
+        return np.asarray(fam.log_emission(params).numpy(), dtype=np.float64)
 
 
 class CategoricalHMMEstimator(_HMMEstimator):
