@@ -15,6 +15,7 @@ Examples
 
 from latentfs.core.data import DataError, DataWarning, as_continuous, as_counts
 from latentfs.core.driver import ConvergenceWarning, InterruptedFitWarning
+from latentfs.core.parallel import chain_method
 from latentfs.core.registry import fit, methods_for
 from latentfs.core.results import Posterior, load
 from latentfs.core.weights import FeatureWeights
@@ -99,6 +100,7 @@ __all__ = [
     "__version__",
     "as_continuous",
     "as_counts",
+    "chain_method",
     "communalities",
     "discrimination_weights",
     "fit",

@@ -197,6 +197,10 @@ def best_run(runs: list[OptimizerRun], key: Callable[[OptimizerRun], float] | No
     return max(runs, key=key or (lambda r: r.objective))
 
 
+def _call_with_index(fn: Callable[[int], Any], r: int) -> Any:
+    return fn(r)
+
+
 def run_restarts(
     n_init: int,
     run_one: Callable[[int], OptimizerRun],
@@ -210,17 +214,33 @@ def run_restarts(
     ``warn=False``), the best run kept, and at most one :class:`ConvergenceWarning` per fit (for the run
     that is kept, as scikit-learn does). Ctrl-C during a restart ends the whole fit: the restarts not yet
     begun are skipped and the best of the runs so far is returned (marked ``interrupted``). ``key`` ranks the
-    runs (default: the final objective).
+    runs (default: the final objective). Under ``chain_method="parallel"`` (:mod:`latentfs.core.parallel`)
+    the restarts run in separate processes; each restart draws its start from its own index ``r``, so the
+    runs, and the one kept, are those of the sequential loop.
     """
+    from latentfs.core.parallel import current_chain_method, run_tasks
+
     runs: list[OptimizerRun] = []
-    for r in range(int(n_init)):
-        run = run_one(r)
-        run.info.setdefault("restart", r)
-        runs.append(run)
-        if run.interrupted:
-            break
+    if current_chain_method() == "parallel" and int(n_init) > 1:
+        arrived: dict[int, OptimizerRun] = {}
+        stopped = run_tasks(_call_with_index, [(run_one, r) for r in range(int(n_init))],
+                            lambda r, run: arrived.__setitem__(r, run))
+        if not arrived:
+            raise KeyboardInterrupt(f"{desc} interrupted before any restart finished; nothing to return.")
+        for r in sorted(arrived):  # in restart order, as the sequential loop keeps them
+            arrived[r].info.setdefault("restart", r)
+            runs.append(arrived[r])
+        interrupted = stopped or any(run.interrupted for run in runs)
+    else:
+        for r in range(int(n_init)):
+            run = run_one(r)
+            run.info.setdefault("restart", r)
+            runs.append(run)
+            if run.interrupted:
+                break
+        interrupted = runs[-1].interrupted
     best = best_run(runs, key)
-    if runs[-1].interrupted:
+    if interrupted:
         best.interrupted = True
     if warn and not best.converged and not best.interrupted:
         warnings.warn(
@@ -318,6 +338,73 @@ def check_draw_memory(
     return int(total)
 
 
+@dataclass
+class _ChainRecord:
+    """What one chain has made so far: its lp per step, its last state, its kept draws and their number."""
+
+    lps: list[float] = field(default_factory=list)
+    final: Any = None
+    count: int = 0
+    draws: dict[str, np.ndarray] | None = None
+    interrupted: bool = False
+
+
+def _chain_loop(
+    record: _ChainRecord,
+    init: Callable[[torch.Generator], Any],
+    step: Callable[[Any, torch.Generator], tuple[Any, float]],
+    collect: Callable[[Any], dict[str, np.ndarray]],
+    gen: torch.Generator,
+    num_warmup: int,
+    num_samples: int,
+    thin: int,
+    keep: Callable[[dict[str, np.ndarray], int], None],
+    tick: Callable[[], None],
+) -> None:
+    """One chain: ``num_warmup + num_samples * thin`` steps, ``keep(draw, i)`` for the i-th kept draw; the
+    record is current after every step, so an interruption leaves it holding what was made."""
+    state = init(gen)
+    record.final = state
+    for t in range(num_warmup + num_samples * thin):
+        state, lp = step(state, gen)
+        record.final = state
+        record.lps.append(float(lp))
+        tick()
+        if t >= num_warmup and (t - num_warmup + 1) % thin == 0:
+            keep({site: np.asarray(v) for site, v in collect(state).items()}, record.count)
+            record.count += 1
+
+
+def _remote_chain(
+    init: Callable[[torch.Generator], Any],
+    step: Callable[[Any, torch.Generator], tuple[Any, float]],
+    collect: Callable[[Any], dict[str, np.ndarray]],
+    gen: torch.Generator,
+    num_chains: int,
+    num_warmup: int,
+    num_samples: int,
+    thin: int,
+    memory_budget: float | None,
+    desc: str,
+) -> _ChainRecord:
+    """One chain in a worker process (``chain_method="parallel"``): its draws in arrays of its own; Ctrl-C
+    returns what it had made."""
+    record = _ChainRecord()
+
+    def keep(sample: dict[str, np.ndarray], i: int) -> None:
+        if record.draws is None:
+            check_draw_memory(sample, num_chains, num_samples, memory_budget, desc)
+            record.draws = {site: np.empty((num_samples, *v.shape), dtype=v.dtype) for site, v in sample.items()}
+        for site, value in sample.items():
+            record.draws[site][i] = value
+
+    try:
+        _chain_loop(record, init, step, collect, gen, num_warmup, num_samples, thin, keep, lambda: None)
+    except KeyboardInterrupt:
+        record.interrupted = True
+    return record
+
+
 def run_sampler(
     init: Callable[[torch.Generator], Any],
     step: Callable[[Any, torch.Generator], tuple[Any, float]],
@@ -333,15 +420,19 @@ def run_sampler(
     progress: bool | None = None,
     memory_budget: float | None = None,
 ) -> SamplerRun:
-    """Run ``num_chains`` chains one after another; Ctrl-C keeps the draws made so far.
+    """Run ``num_chains`` chains, one after another or (``chain_method="parallel"``, :mod:`latentfs.core.parallel`)
+    each in a process of its own; Ctrl-C keeps the draws made so far.
 
-    At the first kept draw (``collect`` is called only for kept draws), the bytes of all requested draws
-    are estimated from it and the run is refused with the remedy when they exceed ``memory_budget``
-    (default: half the available memory); the draws are written into arrays allocated once. After an
-    interruption every chain is truncated to the number of draws of the shortest chain that has any
-    (chains with none are dropped), so the result stays rectangular.
+    Each chain has its own generator (spawned from ``seed``) and keeps everything it accumulates in its own
+    state (``init``'s return value), so the draws do not depend on how the chains are run. At the first kept
+    draw (``collect`` is called only for kept draws), the bytes of all requested draws are estimated from it
+    and the run is refused with the remedy when they exceed ``memory_budget`` (default: half the available
+    memory); the draws are written into arrays allocated once. After an interruption every chain is
+    truncated to the number of draws of the shortest chain that has any (chains with none are dropped), so
+    the result stays rectangular.
     """
     from latentfs.core.data import DataError
+    from latentfs.core.parallel import current_chain_method, run_tasks
 
     for name, v, low in (("num_chains", num_chains, 1), ("num_warmup", num_warmup, 0),
                          ("num_samples", num_samples, 1), ("thin", thin, 1)):
@@ -350,39 +441,51 @@ def run_sampler(
     gens = chain_generators(seed, num_chains, device)
     steps_per_chain = num_warmup + num_samples * thin
     storage: dict[str, np.ndarray] = {}
-    counts = [0] * num_chains
-    traces: list[list[float]] = []
-    finals: list[Any] = []
+    records = [_ChainRecord() for _ in range(num_chains)]
     interrupted = False
     bar = _progress(num_chains * steps_per_chain, desc, progress)
+
+    def allocate(sample: dict[str, np.ndarray]) -> None:
+        # The first kept draw sizes the whole run: refuse before allocating it.
+        check_draw_memory(sample, num_chains, num_samples, memory_budget, desc)
+        storage.update({site: np.empty((num_chains, num_samples, *v.shape), dtype=v.dtype)
+                        for site, v in sample.items()})
+
+    def keeper(c: int) -> Callable[[dict[str, np.ndarray], int], None]:
+        def keep(sample: dict[str, np.ndarray], i: int) -> None:
+            if not storage:
+                allocate(sample)
+            for site, value in sample.items():
+                storage[site][c, i] = value
+
+        return keep
+
+    def arrived(c: int, record: _ChainRecord) -> None:  # a whole chain from a worker
+        records[c] = record
+        if record.draws is not None and record.count:
+            if not storage:
+                allocate({site: v[0] for site, v in record.draws.items()})
+            for site, value in record.draws.items():
+                storage[site][c, : record.count] = value[: record.count]
+        record.draws = None
+        bar.update(len(record.lps))
+
     try:
-        for c in range(num_chains):
-            lps: list[float] = []
-            traces.append(lps)
-            state = init(gens[c])
-            finals.append(state)
-            for t in range(steps_per_chain):
-                state, lp = step(state, gens[c])
-                finals[c] = state
-                lps.append(float(lp))
-                bar.update(1)
-                if t >= num_warmup and (t - num_warmup + 1) % thin == 0:
-                    sample = {site: np.asarray(v) for site, v in collect(state).items()}
-                    if not storage:
-                        # The first kept draw sizes the whole run: refuse before allocating it.
-                        check_draw_memory(sample, num_chains, num_samples, memory_budget, desc)
-                        storage = {
-                            site: np.empty((num_chains, num_samples, *v.shape), dtype=v.dtype)
-                            for site, v in sample.items()
-                        }
-                    for site, value in sample.items():
-                        storage[site][c, counts[c]] = value
-                    counts[c] += 1
-            bar.set_postfix(chain=c, lp=f"{lps[-1]:.6g}", refresh=False)
+        if current_chain_method() == "parallel" and num_chains > 1:
+            interrupted = run_tasks(_remote_chain, [
+                (init, step, collect, gens[c], num_chains, num_warmup, num_samples, thin, memory_budget, desc)
+                for c in range(num_chains)], arrived)
+            interrupted = interrupted or any(r.interrupted for r in records)
+        else:
+            for c in range(num_chains):
+                _chain_loop(records[c], init, step, collect, gens[c], num_warmup, num_samples, thin, keeper(c),
+                            lambda: bar.update(1))
+                bar.set_postfix(chain=c, lp=f"{records[c].lps[-1]:.6g}", refresh=False)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         bar.close()
+    counts = [r.count for r in records]
     keep = [i for i, n in enumerate(counts) if n > 0]
     if not keep:
         raise KeyboardInterrupt(f"{desc} interrupted before any draw was kept; nothing to return.")
@@ -397,6 +500,6 @@ def run_sampler(
         draws = storage
     else:
         draws = {site: arr[keep, :n_draws] for site, arr in storage.items()}
-    n_steps = min(len(traces[i]) for i in keep)
-    trace = np.array([traces[i][:n_steps] for i in keep])
-    return SamplerRun(draws, trace, interrupted, n_draws, [finals[i] for i in keep])
+    n_steps = min(len(records[i].lps) for i in keep)
+    trace = np.array([records[i].lps[:n_steps] for i in keep])
+    return SamplerRun(draws, trace, interrupted, n_draws, [records[i].final for i in keep])

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from latentfs.core.data import DataError
+from latentfs.core.parallel import chain_method, check_chain_method, current_chain_method
 
 __all__ = ["data_kind", "fit", "register", "methods_for"]
 
@@ -46,8 +47,12 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
         Engine name; defaults to the model's ``default_method``.
     **options
         Passed to the engine (``seed``, ``max_iter``, ``num_samples``…; see each engine's docstring), except
-        the names of the data's axes, which work with every container (numpy, scipy.sparse, torch,
-        pandas): ``feature_names=`` for the columns and ``document_names=`` (count models) or
+        ``chain_method`` and the names of the data's axes. ``chain_method="parallel"`` runs a sampler's chains,
+        or an optimiser's ``n_init`` restarts, each in a separate process (on the active Dask cluster when a
+        ``dask.distributed`` Client exists), with the same result as the default ``"sequential"`` for the same
+        seed (:mod:`latentfs.core.parallel`); ``with latentfs.chain_method("parallel"):`` sets it for every fit in
+        the block, estimators' included. The names of the data's axes work with every container (numpy,
+        scipy.sparse, torch, pandas): ``feature_names=`` for the columns and ``document_names=`` (count models) or
         ``sample_names=`` (continuous models) for the rows. They label the result's ArviZ coordinates and
         feature weights; duplicates are refused. A pandas DataFrame carries its own names.
 
@@ -73,13 +78,18 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
             f"model must be a model instance, not the class {model.__name__}; write {model.__name__}(n_components)."
         )
     names = {k: options.pop(k) for k in _NAME_OPTIONS if k in options}
+    how = check_chain_method(options.pop("chain_method", current_chain_method()))
     for cls in type(model).__mro__:
         engine = _ENGINES.get((cls, method))  # type: ignore[arg-type]
         if engine is not None:
             _check_options(engine, options, type(model).__name__, method)  # type: ignore[arg-type]
             if names:
                 data = _with_names(model, data, names, options)
-            return engine(model, data, **options)
+            with chain_method(how):
+                result = engine(model, data, **options)
+            if how != "sequential" and isinstance(getattr(result, "diagnostics", None), dict):
+                result.diagnostics["chain_method"] = how
+            return result
     available = methods_for(model)
     if not available:
         raise DataError(f"model must be a latentfs model with registered engines; got {type(model).__name__}.")

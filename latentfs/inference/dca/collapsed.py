@@ -74,6 +74,7 @@ holds the public driver and re-exports the names of both.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -236,6 +237,22 @@ def dirichlet_rows(conc: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- driver
+@dataclass
+class _Chain:
+    """One chain of :func:`fit_collapsed_gibbs`: the sampler state and what the chain accumulates (its
+    hyperparameters and the model at them, their per-sweep trace, and the running sums over kept sweeps of
+    E[Θ | counts], of c_(i) and of the document site). It all travels with the chain, so chains can run in
+    other processes."""
+
+    state: CollapsedState
+    hyper: dict[str, Any]
+    model: DCAModel
+    hyper_trace: dict[str, list[Any]]
+    rb_sum: np.ndarray
+    cc_sum: np.ndarray
+    doc_sum: np.ndarray
+
+
 def fit_collapsed_gibbs(
     model: DCAModel,
     X: Any,
@@ -392,12 +409,6 @@ def fit_collapsed_gibbs(
         raise DataError(f"log_likelihood must be True or False; got {log_likelihood!r}.")
     lazy_ll = bool(log_likelihood) and "topic_word" in sites
     count_dtype = np.uint16 if corpus.lengths.max(initial=0) < 2**16 else np.int32
-    rb_sum: list[np.ndarray] = []
-    cc_sum: list[np.ndarray] = []
-    doc_sum: list[np.ndarray] = []
-    chain_hyper: list[dict[str, Any]] = []
-    chain_model: list[DCAModel] = []
-    hyper_traces: list[dict[str, list[Any]]] = []
 
     def t_hyper(h: dict[str, Any]) -> dict[str, torch.Tensor]:
         out = {"alpha": torch.as_tensor(h["alpha"])}
@@ -405,17 +416,13 @@ def fit_collapsed_gibbs(
             out["beta"] = torch.as_tensor(np.asarray(model.beta, dtype=np.float64))
         return out
 
-    def init_chain(gen: torch.Generator) -> CollapsedState:
-        rb_sum.append(np.zeros((K, J)))
-        cc_sum.append(np.zeros((I, K)))
-        doc_sum.append(np.zeros((I, K)))
-        chain_hyper.append({**hyper0, "alpha": hyper0["alpha"].copy(), "gamma": hyper0["gamma"].copy()})
-        chain_model.append(model)
-        hyper_traces.append({name: [] for name in learning})
-        return collapsed_init(model, corpus, J, gen, sweep=sweep, init=init)
+    def init_chain(gen: torch.Generator) -> _Chain:
+        h = {**hyper0, "alpha": hyper0["alpha"].copy(), "gamma": hyper0["gamma"].copy()}
+        return _Chain(collapsed_init(model, corpus, J, gen, sweep=sweep, init=init), h, model,
+                      {name: [] for name in learning}, np.zeros((K, J)), np.zeros((I, K)), np.zeros((I, K)))
 
-    def learn_step(state: CollapsedState) -> None:
-        h, traces = chain_hyper[-1], hyper_traces[-1]
+    def learn_step(chain: _Chain) -> None:
+        h, traces, state = chain.hyper, chain.hyper_trace, chain.state
         done = len(traces[learning[0]])
         if done < num_warmup:
             if "alpha" in learning:
@@ -430,43 +437,43 @@ def fit_collapsed_gibbs(
                 h["gamma"] = np.full(J, float(warmup_average(np.asarray(traces["gamma"]))))
         h["gamma_sum"] = float(h["gamma"].sum())
         if done <= num_warmup:
-            chain_model[-1] = with_hyperparameters(
+            chain.model = with_hyperparameters(
                 model, **{name: (h[name] if name == "alpha" else h["gamma"][0]) for name in learning})
         for name in learning:
             traces[name].append(h[name].copy() if name == "alpha" else float(h["gamma"][0]))
 
-    def step(state: CollapsedState, gen: torch.Generator) -> tuple[CollapsedState, float]:
-        h = chain_hyper[-1]
-        state = collapsed_step(state, corpus, h, gen, sweep=sweep, n_threads=n_threads)
+    def step(chain: _Chain, gen: torch.Generator) -> tuple[_Chain, float]:
+        h = chain.hyper
+        chain.state = state = collapsed_step(chain.state, corpus, h, gen, sweep=sweep, n_threads=n_threads)
         if learning:
-            learn_step(state)
-        lp = (collapsed_log_joint(chain_model[-1], state.doc_counts, state.word_counts, corpus.lengths, h["gamma"],
+            learn_step(chain)
+        lp = (collapsed_log_joint(chain.model, state.doc_counts, state.word_counts, corpus.lengths, h["gamma"],
                                   state=state, word_totals=corpus.word_totals) if trace else math.nan)
-        return state, lp
+        return chain, lp
 
-    def collect(state: CollapsedState) -> dict[str, np.ndarray]:
-        h = chain_hyper[-1]
+    def collect(chain: _Chain) -> dict[str, np.ndarray]:
+        h, state = chain.hyper, chain.state
         conc = (state.word_counts.T + h["gamma"][None, :]).astype(np.float64)  # (K, J)
         if groups is None:
-            rb_sum[-1] += conc / conc.sum(1, keepdims=True)
+            chain.rb_sum += conc / conc.sum(1, keepdims=True)
             theta = dirichlet_rows(conc, np.random.default_rng(_numba_seed(state.draw_generator)))
         else:
             conc_t = torch.from_numpy(conc)
             totals = torch.zeros_like(conc_t).index_add_(1, groups, conc_t)[:, groups]
-            rb_sum[-1] += (conc_t / totals).numpy()
+            chain.rb_sum += (conc_t / totals).numpy()
             theta = theta_sample(conc_t, groups, state.draw_generator).numpy()
-        cc_sum[-1] += state.doc_counts
+        chain.cc_sum += state.doc_counts
         kept: dict[str, np.ndarray] = {}
         if "topic_word" in sites:
             kept["topic_word"] = theta
         if store_doc or (log_likelihood and not lazy_ll):
-            latent = sample_doc_latent(chain_model[-1], torch.from_numpy(state.doc_counts.astype(np.float64)),
+            latent = sample_doc_latent(chain.model, torch.from_numpy(state.doc_counts.astype(np.float64)),
                                        t_hyper(h), state.draw_generator)
-            doc_sum[-1] += latent.numpy()
+            chain.doc_sum += latent.numpy()
             if store_doc:
                 kept[doc_site] = latent.numpy()
             if log_likelihood and not lazy_ll:
-                kept["_loglik"] = doc_loglik(chain_model[-1], data, torch.from_numpy(theta), latent).numpy()
+                kept["_loglik"] = doc_loglik(chain.model, data, torch.from_numpy(theta), latent).numpy()
         if lazy_ll:
             kept["_doc_counts"] = state.doc_counts.astype(count_dtype)
         return kept
@@ -478,29 +485,30 @@ def fit_collapsed_gibbs(
     draws = dict(run.draws)
     loglik: Any = draws.pop("_loglik", None)
     kept_counts = draws.pop("_doc_counts", None)
-    n_chains = len(run.final_states)
+    chains: list[_Chain] = run.final_states
+    n_chains = len(chains)
     n_kept = max(run.n_draws, 1)
-    mean_counts = np.stack(cc_sum[:n_chains]) / n_kept
+    mean_counts = np.stack([ch.cc_sum for ch in chains]) / n_kept
     if store_doc:
-        doc_mean = np.stack(doc_sum[:n_chains]) / n_kept
+        doc_mean = np.stack([ch.doc_sum for ch in chains]) / n_kept
     else:  # Rao-Blackwellised: E[latent | c] is linear in c, so its mean over sweeps is E[latent | mean c]
-        alphas = np.stack([chain_hyper[c]["alpha"] for c in range(n_chains)])[:, None, :]
+        alphas = np.stack([ch.hyper["alpha"] for ch in chains])[:, None, :]
         if isinstance(model, DirichletDCA):
             doc_mean = (mean_counts + alphas) / (corpus.lengths[None, :, None] + alphas.sum(-1, keepdims=True))
         else:
             doc_mean = (mean_counts + alphas) / (1.0 + np.asarray(model.beta, dtype=np.float64))
     chain_extras: dict[str, tuple[np.ndarray, int]] = {
-        "topic_word_mean": (np.stack(rb_sum[:n_chains]) / n_kept, 0),
+        "topic_word_mean": (np.stack([ch.rb_sum for ch in chains]) / n_kept, 0),
         "component_counts": (mean_counts, 1),
         f"{doc_site}_mean": (doc_mean, 1),
     }
     per_chain: dict[str, tuple[np.ndarray, int]] = {}
     drifts: dict[str, float] = {}
     if learning:
-        steps = min(len(hyper_traces[c][learning[0]]) for c in range(n_chains))
-        traces = {name: np.array([hyper_traces[c][name][:steps] for c in range(n_chains)]) for name in learning}
+        steps = min(len(ch.hyper_trace[learning[0]]) for ch in chains)
+        traces = {name: np.array([ch.hyper_trace[name][:steps] for ch in chains]) for name in learning}
         if "alpha" in learning:
-            chain_extras["alpha"] = (np.stack([chain_hyper[c]["alpha"] for c in range(n_chains)]), 0)
+            chain_extras["alpha"] = (np.stack([ch.hyper["alpha"] for ch in chains]), 0)
             per_chain["alpha_trace"] = (traces["alpha"], 1)
         drifts = check_warmup_learning(traces, num_warmup, warn=warn,
                                        method=f"{type(model).__name__} collapsed Gibbs")
@@ -533,8 +541,8 @@ def fit_collapsed_gibbs(
     if "gamma" in learning:
         post.extras["gamma_trace"] = traces["gamma"]
     if kept_counts is not None:
-        post.log_likelihood = _lazy_loglik(post, data, kept_counts, [chain_model[c] for c in range(n_chains)],
-                                           [t_hyper(chain_hyper[c]) for c in range(n_chains)], seed)
+        post.log_likelihood = _lazy_loglik(post, data, kept_counts, [ch.model for ch in chains],
+                                           [t_hyper(ch.hyper) for ch in chains], seed)
     averaged = finish_sampler(post, chain_extras=chain_extras, per_chain=per_chain, align=align, warn=warn)
     if learning:
         values: dict[str, Any] = {}
@@ -542,7 +550,7 @@ def fit_collapsed_gibbs(
             values["alpha"] = averaged.get("alpha", post.extras["alpha"][0])
             post.extras.pop("alpha", None)
         if "gamma" in learning:
-            values["gamma"] = float(np.mean([chain_hyper[c]["gamma"][0] for c in range(n_chains)]))
+            values["gamma"] = float(np.mean([ch.hyper["gamma"][0] for ch in chains]))
         post.hyperparameters = {**with_hyperparameters(model, **values).hyperparameters(), "learned": list(learning)}
     rhat = post.rhat("topic_word") if "topic_word" in post.sites else np.array([np.nan])
     if np.isfinite(rhat).any():

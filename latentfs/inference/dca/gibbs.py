@@ -94,6 +94,19 @@ class GibbsState:
     assignment: torch.Tensor
 
 
+@dataclass
+class _Chain:
+    """One chain of :func:`fit_gibbs`: the sampler state and everything the chain accumulates (its learned
+    hyperparameters, their per-sweep trace, the running sums of c_(i) and of the document site over kept
+    draws). It all travels with the chain, so chains can run in other processes."""
+
+    state: GibbsState
+    hyper: dict[str, torch.Tensor]
+    hyper_trace: dict[str, list[np.ndarray]]
+    counts_sum: torch.Tensor
+    doc_sum: torch.Tensor
+
+
 @dataclass(frozen=True)
 class TokenIndex:
     """Tokens of the corpus: non-zeros with count 1 come first (their CDF rows are used in place)."""
@@ -445,26 +458,19 @@ def fit_gibbs(
     sites = check_store(model, store)
     doc_site = model.doc_site
     cgp = isinstance(model, ConditionalGammaPoissonDCA)
-    counts_sum: list[torch.Tensor] = []
-    doc_sum: list[torch.Tensor] = []
-    chain_hyper: list[dict[str, torch.Tensor]] = []
-    hyper_traces: list[dict[str, list[np.ndarray]]] = []
+    def init(gen: torch.Generator) -> _Chain:
+        zeros = torch.zeros(data.n_documents, model.n_components, dtype=dtype, device=device)
+        h = dict(hyper)
+        return _Chain(gibbs_init(model, data, tokens, h, gen), h, {name: [] for name in learn}, zeros, zeros.clone())
 
-    def init(gen: torch.Generator) -> GibbsState:
-        counts_sum.append(torch.zeros(data.n_documents, model.n_components, dtype=dtype, device=device))
-        doc_sum.append(torch.zeros(data.n_documents, model.n_components, dtype=dtype, device=device))
-        chain_hyper.append(dict(hyper))
-        hyper_traces.append({name: [] for name in learn})
-        return gibbs_init(model, data, tokens, chain_hyper[-1], gen)
-
-    def step(state: GibbsState, gen: torch.Generator) -> tuple[GibbsState, float]:
-        h = chain_hyper[-1]
-        new, lp = gibbs_step_with_loglik(model, data, tokens, state, h, gen, vstep)
+    def step(chain: _Chain, gen: torch.Generator) -> tuple[_Chain, float]:
+        h = chain.hyper
+        chain.state, lp = gibbs_step_with_loglik(model, data, tokens, chain.state, h, gen, vstep)
         if learn:
-            trace = hyper_traces[-1]
+            trace = chain.hyper_trace
             done = len(trace[learn[0]])
             if done < num_warmup:
-                h.update(gibbs_hyper_update(model, new, data, h, learn))
+                h.update(gibbs_hyper_update(model, chain.state, data, h, learn))
             elif done == num_warmup:  # end of warm-up: keep the average of the settled updates
                 kept = {name: torch.as_tensor(warmup_average(np.stack(trace[name])), dtype=dtype, device=device)
                         for name in learn}
@@ -475,17 +481,18 @@ def fit_gibbs(
                 h.update(kept)
             for name in learn:
                 trace[name].append(h[name].cpu().numpy().copy())
-        return new, lp
+        return chain, lp
 
-    def collect(state: GibbsState) -> dict[str, np.ndarray]:
-        counts_sum[-1] += state.doc_counts
+    def collect(chain: _Chain) -> dict[str, np.ndarray]:
+        state = chain.state
+        chain.counts_sum += state.doc_counts
         if cgp:
             # E[l | c] (digest §1.5, corrected): (c+α)/(1+β) if c > 0, else π α/(1+β); averaged over draws
-            h, c = chain_hyper[-1], state.doc_counts
+            h, c = chain.hyper, state.doc_counts
             scale = 1 + h["beta"]
-            doc_sum[-1] += torch.where(c > 0, (c + h["alpha"]) / scale, (1 - h["zero_prob"]) * h["alpha"] / scale)
+            chain.doc_sum += torch.where(c > 0, (c + h["alpha"]) / scale, (1 - h["zero_prob"]) * h["alpha"] / scale)
         else:
-            doc_sum[-1] += state.doc_latent
+            chain.doc_sum += state.doc_latent
         out = {"topic_word": state.topic_word, doc_site: state.doc_latent}
         kept = {s: out[s].detach().cpu().numpy() for s in sites}
         if log_likelihood:
@@ -499,20 +506,19 @@ def fit_gibbs(
     draws = dict(run.draws)
     loglik = draws.pop("_loglik", None)
     dims, coords = dims_and_coords(model, data)
-    n_chains = len(run.final_states)
+    chains: list[_Chain] = run.final_states
     n_kept = max(run.n_draws, 1)
-    to_np = lambda ts: torch.stack(ts[:n_chains]).cpu().numpy() / n_kept  # noqa: E731
     chain_extras: dict[str, tuple[np.ndarray, int]] = {
-        "component_counts": (to_np(counts_sum), 1),
-        f"{doc_site}_mean": (to_np(doc_sum), 1),
+        "component_counts": (torch.stack([ch.counts_sum for ch in chains]).cpu().numpy() / n_kept, 1),
+        f"{doc_site}_mean": (torch.stack([ch.doc_sum for ch in chains]).cpu().numpy() / n_kept, 1),
     }
     per_chain: dict[str, tuple[np.ndarray, int]] = {}
     drifts: dict[str, float] = {}
     if learn:
         for name in learn:
-            chain_extras[name] = (np.stack([chain_hyper[c][name].cpu().numpy() for c in range(n_chains)]), 0)
-            steps = min(len(hyper_traces[c][name]) for c in range(n_chains))
-            per_chain[f"{name}_trace"] = (np.array([hyper_traces[c][name][:steps] for c in range(n_chains)]), 1)
+            chain_extras[name] = (np.stack([ch.hyper[name].cpu().numpy() for ch in chains]), 0)
+            steps = min(len(ch.hyper_trace[name]) for ch in chains)
+            per_chain[f"{name}_trace"] = (np.array([ch.hyper_trace[name][:steps] for ch in chains]), 1)
         drifts = check_warmup_learning({name: per_chain[f"{name}_trace"][0] for name in learn}, num_warmup,
                                        warn=warn, method=f"{type(model).__name__} Gibbs")
     post = Posterior(
@@ -524,7 +530,7 @@ def fit_gibbs(
         draws=draws,
         diagnostics={
             "interrupted": run.interrupted,
-            "num_chains": n_chains,
+            "num_chains": len(chains),
             "num_draws": run.n_draws,
             "num_warmup": num_warmup,
             "thin": thin,
