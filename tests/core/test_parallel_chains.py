@@ -164,3 +164,17 @@ def test_the_context_manager_reaches_estimator_fits():
     assert par.posterior_.diagnostics["chain_method"] == "parallel"
     np.testing.assert_array_equal(par.posterior_.samples("topic_word"), seq.posterior_.samples("topic_word"))
     np.testing.assert_array_equal(par.transform(X), seq.transform(X))
+
+
+def test_on_an_active_dask_client_the_chains_run_on_its_workers():
+    import distributed  # the latentfs[dask] extra: installed wherever the tests run (no skip)
+
+    X = _counts()
+    seq = latentfs.fit(DirichletDCA(3), X, method="collapsed_gibbs", **SAMPLE)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster), distributed.get_task_stream() as stream:
+        par = latentfs.fit(DirichletDCA(3), X, method="collapsed_gibbs", chain_method="parallel", **SAMPLE)
+    chain_tasks = [t for t in stream.data if t["key"].startswith("_in_worker")]
+    assert len(chain_tasks) == 2  # one task per chain, on the cluster
+    for name, value in _arrays(seq).items():
+        np.testing.assert_array_equal(_arrays(par)[name], value, err_msg=name)
