@@ -1,7 +1,9 @@
 """Finite mixtures (Gaussian, latent class, latent profile): the engines of :mod:`latentfs.models.mixture`.
 
-* :mod:`~latentfs.inference.mixture.em` EM with restarts, :mod:`~latentfs.inference.mixture.gibbs` block Gibbs,
-  :mod:`~latentfs.inference.mixture.vb` mean-field VB;
+* :mod:`~latentfs.inference.mixture.em` EM with restarts (on a dask array through
+  :mod:`~latentfs.inference.mixture.sharded`: one E-step task per row chunk),
+  :mod:`~latentfs.inference.mixture.online` stepwise EM (``method="online_em"``, the estimators' ``partial_fit``),
+  :mod:`~latentfs.inference.mixture.gibbs` block Gibbs, :mod:`~latentfs.inference.mixture.vb` mean-field VB;
 * :mod:`~latentfs.inference.mixture.model_selection` AIC / BIC / ICL / DIC and the bootstrap LRT;
   :mod:`~latentfs.inference.mixture.dic` DIC (Spiegelhalter et al. 2002) and the label-free DIC_3 (Celeux et
   al. 2006); :mod:`~latentfs.inference.mixture.reversible_jump` the posterior over k of a univariate mixture

@@ -35,7 +35,14 @@ from latentfs.inference.mixture.families import (
     responsibilities,
     scaled_reg,
 )
-from latentfs.inference.mixture.starts import INITIALISATIONS, initial_params, initial_responsibilities
+from latentfs.inference.mixture.starts import (
+    INITIALISATIONS,
+    SUBSAMPLE_MIN,
+    SUBSAMPLE_PER_COMPONENT,
+    _sklearn_seed,
+    initial_params,
+    initial_responsibilities,
+)
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 __all__ = [
@@ -55,6 +62,7 @@ __all__ = [
     "initial_responsibilities",
     "log_joint_components",
     "responsibilities",
+    "sample_start",
     "scaled_reg",
 ]
 
@@ -171,6 +179,48 @@ def check_em_options(max_iter: Any, tol: Any, seed: Any) -> tuple[int, float, An
     return max_iter, tol, check_seed(seed)
 
 
+def default_init_rows(k: int) -> int:
+    """``init_rows`` of a dask fit when none is given: 2 · max(1000, 100 K) rows, so that the one-start
+    k-means on the sample is the best of several full k-means runs (``starts._kmeans``)."""
+    return 2 * max(SUBSAMPLE_MIN, SUBSAMPLE_PER_COMPONENT * int(k))
+
+
+def check_init_rows(fam: Any, init_rows: Any) -> int | None:
+    """``init_rows`` checked: None or an integer ≥ max(2, K)."""
+    if init_rows is None:
+        return None
+    return check_int(
+        "init_rows", init_rows, low=max(2, fam.k),
+        remedy=f"Pass at least n_components = {fam.k} rows (e.g. init_rows={default_init_rows(fam.k)}), or None.",
+    )
+
+
+def sample_start(
+    fam: Any, init: Any, gen: torch.Generator, reg: Any, init_rows: int, *, single: bool
+) -> dict[str, Any]:
+    """Starting parameters computed from a seeded sample of rows (the start of a dask fit; the same in memory).
+
+    An integer is drawn from ``gen`` and seeds ``numpy.random.default_rng``, which draws
+    ``min(init_rows, n)`` distinct row numbers of the whole data (sorted); those rows, centred and scaled as
+    the whole data, get the starting responsibilities of ``init`` (:func:`initial_responsibilities`: k-means
+    — the best of 5 k-means runs when the fit has one start —, k-means++ or random, drawn from ``gen``), and
+    one M-step on the sample gives the parameters. Only the sample's rows are ever gathered; a family whose
+    rows live in dask shards gathers them from its shards.
+    """
+    n = fam.n
+    m = min(int(init_rows), n)
+    rows = np.sort(np.random.default_rng(_sklearn_seed(gen)).choice(n, m, replace=False))
+    raw = fam.gather_rows(rows) if hasattr(fam, "gather_rows") else fam.raw[rows]
+    if isinstance(fam, CategoricalFamily):
+        sub: Any = CategoricalFamily.from_rows(fam.model, raw, fam.feature_names)
+    else:
+        sub = GaussianFamily.from_rows(fam.model, raw, fam.shift.numpy(), fam.column_variance.numpy(),
+                                       fam.e_step_variant, fam.feature_names)
+    params = sub.m_step(initial_responsibilities(sub, init, gen, single=single), reg)
+    resp, row_ll = fam.e_step(params)
+    return {"params": params, "resp": resp, "row_ll": row_ll}
+
+
 def _complete(fam: Any, state: dict[str, Any], reg: Any) -> dict[str, Any]:
     """A state with parameters, responsibilities and row log-likelihoods (a run stopped before its first step
     holds only the starting responsibilities)."""
@@ -194,6 +244,7 @@ def fit_em(
     progress: bool | None = None,
     callback: Any = None,
     short_iter: int = SHORT_RUN_ITER,
+    init_rows: int | None = None,
 ) -> dict[str, Any]:
     """EM with restarts on a prepared family; returns the best run's parameters and diagnostics.
 
@@ -204,9 +255,11 @@ def fit_em(
     and only the start with the highest log-likelihood after it is run to convergence (the "short runs of
     EM" strategy of Biernacki, Celeux & Govaert 2003); ``short_iter=0`` runs every start to convergence.
     ``reg_covar`` times each column's variance is added to each variance (:func:`scaled_reg`).
+    With ``init_rows`` every start is computed on a seeded sample of that many rows (:func:`sample_start`).
     """
     max_iter, tol, seed = check_em_options(max_iter, tol, seed)
     short_iter = check_int("short_iter", short_iter, low=0)
+    init_rows = check_init_rows(fam, init_rows)
     reg = scaled_reg(fam, reg_covar)
     n_starts = 1 if isinstance(init, dict) else _check_n_init(fam, n_init)
     gen = make_generator(seed)
@@ -234,18 +287,20 @@ def fit_em(
             params = initial_params(fam, init, gen, reg)
             resp, row_ll = fam.e_step(params)
             return {"params": params, "resp": resp, "row_ll": row_ll}
+        if init_rows is not None:
+            return sample_start(fam, init, gen, reg, init_rows, single=n_starts == 1)
         return {"resp": initial_responsibilities(fam, init, gen, single=n_starts == 1)}
 
     try:
         if n_starts == 1 or short_iter <= 0:
             runs = _until_interrupted(lambda s0: run(s0, max_iter, tol, warn), start, n_starts)
-            best_index = max(range(len(runs)), key=lambda i: rank(runs[i]))
+            best_index = _best_index([rank(r) for r in runs])
             best = runs[best_index]
         else:
             runs = _until_interrupted(
                 lambda s0: run(s0, min(short_iter, max_iter), max(tol, SHORT_RUN_TOL), False), start, n_starts
             )
-            best_index = max(range(len(runs)), key=lambda i: rank(runs[i]))
+            best_index = _best_index([rank(r) for r in runs])
             first = runs[best_index]
             best = first
             if not first.interrupted:
@@ -263,6 +318,21 @@ def fit_em(
             "collapsed": collapsed_components(fam, state["params"], reg, reg_covar)}
 
 
+#: Starts whose log-likelihoods agree to this relative tolerance reached the same optimum (often in another
+#: labelling); the first of them is kept, so that summation-order rounding (a sharded fit) picks the same.
+TIE_RTOL = 1e-9
+
+
+def _best_index(ranks: list[tuple[bool, float]]) -> int:
+    """The start with the best (non-degenerate, log-likelihood) rank; near-ties (:data:`TIE_RTOL`) go to the
+    earliest start."""
+    top_ok, top = max(ranks)
+    for i, (ok, value) in enumerate(ranks):
+        if ok == top_ok and value >= top - TIE_RTOL * max(abs(top), 1.0):
+            return i
+    return ranks.index((top_ok, top))  # pragma: no cover - the maximum always qualifies
+
+
 def _until_interrupted(fit_one: Any, start: Any, n_starts: int) -> list[Any]:
     """Runs from each start in turn (each start drawn just before its run); Ctrl-C in one run ends the
     whole fit (no further starts)."""
@@ -274,8 +344,11 @@ def _until_interrupted(fit_one: Any, start: Any, n_starts: int) -> list[Any]:
     return runs
 
 
-def entropy_of(resp: torch.Tensor) -> float:
-    """Classification entropy −Σ_nk τ_nk log τ_nk (Biernacki, Celeux & Govaert 2000)."""
+def entropy_of(resp: Any) -> float:
+    """Classification entropy −Σ_nk τ_nk log τ_nk (Biernacki, Celeux & Govaert 2000); a sharded E-step's
+    :class:`~latentfs.inference.mixture.sharded.ShardStatistics` carries it summed over its shards."""
+    if hasattr(resp, "entropy"):
+        return float(resp.entropy)
     return float(-(resp * torch.log(resp.clamp_min(1e-300))).sum())
 
 
@@ -308,6 +381,7 @@ def _em_engine(
     e_step: str = "auto",
     callback: Any = None,
     short_iter: int = SHORT_RUN_ITER,
+    init_rows: int | None = None,
 ) -> Posterior:
     """Maximum likelihood by EM with restarts (:func:`latentfs.fit` with ``method="em"``).
 
@@ -334,6 +408,23 @@ def _em_engine(
         Full/tied E-step variant (:data:`FULL_E_STEPS`).
     short_iter : int
         Iterations of each short run; 0 runs every start to convergence.
+    init_rows : int, optional
+        Compute every start on a seeded sample of this many rows (:func:`sample_start`: the rows are drawn
+        from the seed, ``init`` is applied to them, one M-step on them gives the starting parameters).
+        None (default): on all rows in memory; ``2 · max(1000, 100 K)`` rows for a dask array.
+
+    Notes
+    -----
+    ``X`` may be a ``dask.array.Array`` whose row chunks are the shards (dense blocks, one column chunk;
+    needs ``pip install "latentfs[dask]"``). Each E-step is then one task per shard on the active scheduler
+    (a ``dask.distributed.Client`` if one exists) returning the shard's additive statistics, log-likelihood
+    and entropy; the driver sums them and runs the M-step (:mod:`latentfs.inference.mixture.sharded`).
+    The start is :func:`sample_start` on ``init_rows`` rows (default ``2 · max(1000, 100 K)``): the
+    in-memory fit with the same ``init_rows`` (and the other options) starts from the same parameters and
+    returns the same result up to summation order (≤ 1e-6 relative in the tests). Not with dask input:
+    ``init={"responsibilities": …}``. ``extras["responsibilities"]`` is then a lazy dask array (one block
+    per shard, computed only when asked for), and the pointwise log-likelihood is computed per shard on
+    first use.
 
     Warns
     -----
@@ -351,7 +442,24 @@ def _em_engine(
     >>> res.mean("means").shape, bool(res.diagnostics["converged"])
     ((2, 2), True)
     """
-    fam = family_for(model, data, e_step=e_step) if isinstance(model, GaussianMixture) else family_for(model, data)
+    from latentfs.core.shards import is_dask_array
+
+    sharded = is_dask_array(data)
+    if sharded:
+        from latentfs.inference.mixture.sharded import prepare_sharded
+
+        if isinstance(init, dict) and "responsibilities" in init:
+            raise DataError(
+                "init['responsibilities'] is not available for a dask array X (per-row values stay with their "
+                "shards); pass starting parameters, an init string, or fit in memory."
+            )
+        fam: Any = prepare_sharded(model, data, e_step=e_step)
+        if init_rows is None:
+            init_rows = default_init_rows(fam.k)
+    elif isinstance(model, GaussianMixture):
+        fam = family_for(model, data, e_step=e_step)
+    else:
+        fam = family_for(model, data)
     out = fit_em(
         fam,
         n_init=n_init,
@@ -364,6 +472,7 @@ def _em_engine(
         progress=progress,
         callback=callback,
         short_iter=short_iter,
+        init_rows=init_rows,
     )
     params = fam.export(out["params"])
     ll = float(out["row_loglik"].sum())
@@ -386,7 +495,21 @@ def _em_engine(
         "collapsed": collapsed,
     }
     diag.update(criteria(ll, n_params, fam.n, diag["entropy"]))
-    return Posterior(
+    extras: dict[str, Any]
+    log_lik: Any
+    if sharded:
+        diag["shards"] = fam.n_shards
+        diag["init_rows"] = int(init_rows) if init_rows is not None else None
+        from latentfs.inference.mixture.sharded import _shard_resp, _shard_row_ll
+
+        extras = {}  # Posterior makes numpy arrays of its extras: the lazy array is set after construction
+        lazy_resp = fam.dask_rows(_shard_resp, out["params"], fam.k)
+        row_ll = fam.dask_rows(_shard_row_ll, out["params"], None)
+        log_lik = lambda: np.asarray(row_ll.compute())[None, None]  # noqa: E731  (computed on first use)
+    else:
+        extras = {"responsibilities": np.ascontiguousarray(out["resp"].numpy())}
+        log_lik = out["row_loglik"].numpy()[None, None]
+    post = Posterior(
         model=type(model).__name__,
         method="em",
         dims=fam.dims(),
@@ -394,10 +517,13 @@ def _em_engine(
         trace=out["run"].trace[None],
         fitted={k: {"family": "point", "value": v} for k, v in params.items()},
         diagnostics=diag,
-        log_likelihood=out["row_loglik"].numpy()[None, None],
-        extras={"responsibilities": np.ascontiguousarray(out["resp"].numpy())},
+        log_likelihood=log_lik,
+        extras=extras,
         hyperparameters=model.hyperparameters(),
     )
+    if sharded:
+        post.extras["responsibilities"] = lazy_resp
+    return post
 
 
 

@@ -77,6 +77,56 @@ class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
             out[:, j] = -0.5 * (z**2).sum(0) - np.log(np.diag(chol)).sum() - 0.5 * d * math.log(2 * math.pi)
         return out
 
+    def fit(self, X: Any, y: Any = None) -> Any:
+        """Fit the model to ``X`` with the engine ``method`` (a later :meth:`partial_fit` starts a new stream)."""
+        self.__dict__.pop("_online_state", None)
+        return super().fit(X, y)
+
+    def partial_fit(self, X: Any, y: Any = None, **online_options: Any) -> Any:
+        """One stepwise EM update with the rows ``X`` (:mod:`latentfs.inference.mixture.online`).
+
+        The first call (or the first after :meth:`fit`) starts the stream: ``X`` sets ``n_features_in_``,
+        the centring and the variance floor's scale, and gives the start (a short batch EM on ``X``, seeded
+        by ``seed``); ``online_options`` (``tau0``, ``kappa``, ``reg_covar``, ``init``, ``n_init``,
+        ``e_step``) are taken at that call only. Later calls update the running statistics with step size
+        ρ_t = (τ0 + t)^(−κ); ``X`` must have the ``n_features_in_`` columns seen first. ``method`` is not
+        used; ``posterior_``, ``weights_``, ``components_`` are updated after each call and ``labels_`` holds
+        the components of the rows of the last call.
+
+        Examples
+        --------
+        >>> X = GaussianMixture(2, mean_precision=0.02).simulate(600, 2, seed=0)["data"]
+        >>> gm = GaussianMixtureClusterer(2)
+        >>> for chunk in np.array_split(X, 3):
+        ...     gm = gm.partial_fit(chunk)
+        >>> gm.posterior_.diagnostics["n_iter"], gm.predict(X[:4]).shape
+        (3, (4,))
+        """
+        from latentfs.inference.mixture.online import online_em_init, online_posterior, partial_fit_state
+
+        state = self.__dict__.get("_online_state")
+        if state is None:
+            X = self._validate(X, reset=True)
+            self._check_params()
+            names = getattr(self, "feature_names_in_", None)
+            state = online_em_init(self._make_model(), X.shape[1], seed=self.seed, feature_names=names,
+                                   **online_options)
+        else:
+            if online_options:
+                from latentfs.core.data import DataError
+
+                raise DataError(
+                    f"partial_fit takes online options only at its first call; got {sorted(online_options)} later. "
+                    "Call fit(), or start a new estimator, to change them."
+                )
+            X = self._validate(X, reset=False)
+        state = partial_fit_state(state, X)
+        self._online_state = state
+        self.posterior_ = online_posterior(state)
+        self.n_iter_ = int(state.n_updates)
+        self._after_fit(X)
+        return self
+
     def _covariance_type(self) -> str:
         return str(self._make_model().covariance_type)
 

@@ -32,10 +32,13 @@ from latentfs.core.data import DataError, check_choice
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 __all__ = [
+    "COUNT_STATISTICS",
     "COVARIANCE_M_STEPS",
     "FULL_E_STEPS",
     "CategoricalFamily",
     "GaussianFamily",
+    "add_eps",
+    "e_step_variant",
     "family_for",
     "gram_rows",
     "log_joint_components",
@@ -128,20 +131,34 @@ def _gaussian_log_diagonal(fam: GaussianFamily, params: dict[str, torch.Tensor])
     return 0.5 * (o @ (torch.log(lam) - _LOG_2PI).T - quad)
 
 
-def _weighted_moments(fam: GaussianFamily, resp: torch.Tensor) -> dict[str, torch.Tensor]:
-    """N_k (or N_kj with missing data), Σ_n τ_nk x_n and the second moments each covariance type needs."""
+def _weighted_moments(fam: GaussianFamily, resp: torch.Tensor, eps: float = _EPS) -> dict[str, torch.Tensor]:
+    """N_k (or N_kj with missing data), Σ_n τ_nk x_n and the second moments each covariance type needs.
+
+    ``eps`` is added to the counts (so that an empty component divides by it, not by zero); the sharded and
+    online engines sum or average statistics with ``eps=0`` and add :data:`_EPS` once (:func:`add_eps`).
+    """
     if fam.kind == "wishart":
         if fam.gram_t is not None:  # one product with [q, x, 1] gives all three moments
             t = fam.d * (fam.d + 1) // 2
             m = torch.from_numpy(fam.gram_t.numpy() @ resp.numpy()).T
-            return {"n": m[:, -1] + _EPS, "sum": m[:, t:-1], "sum_sq": unpack_symmetric(m[:, :t], fam.d)}
+            return {"n": m[:, -1] + eps, "sum": m[:, t:-1], "sum_sq": unpack_symmetric(m[:, :t], fam.d)}
         return {
-            "n": resp.sum(0) + _EPS,
+            "n": resp.sum(0) + eps,
             "sum": resp.T @ fam.x,
             "sum_sq": torch.einsum("nk,ni,nj->kij", resp, fam.x, fam.x),
         }
-    nkj = resp.T @ fam.obs + _EPS
-    return {"n": nkj, "sum": resp.T @ fam.ox, "sum_sq": resp.T @ fam.ox2, "n_k": resp.sum(0) + _EPS}
+    nkj = resp.T @ fam.obs + eps
+    return {"n": nkj, "sum": resp.T @ fam.ox, "sum_sq": resp.T @ fam.ox2, "n_k": resp.sum(0) + eps}
+
+
+#: The count entries of each family's statistics (the ones :data:`_EPS` is added to).
+COUNT_STATISTICS = ("n", "n_k", "n_item")
+
+
+def add_eps(stats: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Statistics computed with ``eps=0`` (summed over shards or averaged over batches) with :data:`_EPS`
+    added to their counts, as the in-memory M-step does."""
+    return {k: v + _EPS if k in COUNT_STATISTICS else v for k, v in stats.items()}
 
 
 def _scatter_full(st: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -282,32 +299,45 @@ class GaussianFamily:
                 f"{variance[j]:g}): outside what float64 moments can hold (squares overflow or underflow). "
                 "Rescale that column (e.g. divide it by its standard deviation) before fitting."
             )
+        variant = e_step_variant(model, raw.shape[0], raw.shape[1], e_step)
+        return cls.from_rows(model, raw, shift, variance, variant, data.feature_names, centred=xc)
+
+    @classmethod
+    def from_rows(
+        cls,
+        model: GaussianMixture,
+        raw: np.ndarray,
+        shift: Any,
+        column_variance: Any,
+        variant: str,
+        feature_names: tuple[str, ...],
+        *,
+        centred: np.ndarray | None = None,
+    ) -> GaussianFamily:
+        """The family of validated rows ``raw`` (NaN = missing) centred at a given ``shift``, with a given
+        column variance (the floor's scale) and E-step variant: a row shard or a mini-batch of a larger data
+        set, computed exactly as :meth:`prepare` computes the whole (the statistics add up over shards)."""
+        shift_np = np.asarray(shift, dtype=np.float64)
+        xc = np.nan_to_num(raw - shift_np) if centred is None else centred
         x = torch.as_tensor(xc, dtype=torch.float64)
-        n, d = x.shape
         obs = ox = ox2 = gram_t = None
         if model.spec["kind"] == "gamma":
             obs = torch.as_tensor(~np.isnan(raw), dtype=torch.float64)
             ox, ox2 = x * obs, x * x * obs
-            variant = "diagonal"
-        else:
-            variant = check_choice("e_step", e_step, ["auto", *FULL_E_STEPS])
-            if variant == "auto":
-                # The product features cost n·d(d+1)/2 floats; past ~64 features the per-component solve wins.
-                variant = "gram" if d <= 64 and n * d * (d + 1) // 2 <= 60_000_000 else "cholesky"
-            if variant == "gram":
-                gram_t = gram_rows(x)
+        elif variant == "gram":
+            gram_t = gram_rows(x)
         return cls(
             model,
             x,
-            torch.as_tensor(shift),
+            torch.as_tensor(shift_np),
             obs,
             ox,
             ox2,
             gram_t,
             variant,
-            data.feature_names,
+            tuple(feature_names),
             raw,
-            torch.as_tensor(variance),
+            torch.as_tensor(np.asarray(column_variance, dtype=np.float64)),
         )
 
     def e_step(self, params: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -333,12 +363,17 @@ class GaussianFamily:
             return _gaussian_log_diagonal(self, params)
         return FULL_E_STEPS[self.e_step_variant](self, params)
 
-    def statistics(self, resp: torch.Tensor) -> dict[str, torch.Tensor]:
-        return _weighted_moments(self, resp)
+    def statistics(self, resp: Any, eps: float = _EPS) -> dict[str, torch.Tensor]:
+        """The τ-weighted moments (:func:`_weighted_moments`), additive over rows when ``eps=0``."""
+        return _weighted_moments(self, resp, eps)
 
-    def m_step(self, resp: torch.Tensor, reg: Any) -> dict[str, torch.Tensor]:
+    def m_step(self, resp: Any, reg: Any) -> dict[str, torch.Tensor]:
         """Maximum-likelihood (η, μ, Σ) from responsibilities, via :data:`COVARIANCE_M_STEPS`."""
-        st = self.statistics(resp)
+        return self.params_from_statistics(self.statistics(resp), reg)
+
+    def params_from_statistics(self, st: dict[str, torch.Tensor], reg: Any) -> dict[str, torch.Tensor]:
+        """The M-step from (summed or averaged) statistics: every estimate is a ratio of statistics, so
+        statistics divided by a common row count give the same parameters."""
         means, cov = COVARIANCE_M_STEPS[self.covariance_type](st, reg, self.n)
         weights = st["n"] if self.kind == "wishart" else st["n_k"]
         return {"weights": weights / weights.sum(), "means": means, **self.from_covariance(cov, reg)}
@@ -481,7 +516,12 @@ class CategoricalFamily:
     @classmethod
     def prepare(cls, model: LatentClass, X: Any, **_: Any) -> CategoricalFamily:
         data = model.check_data(X)
-        v = data.values
+        return cls.from_rows(model, data.values, data.feature_names)
+
+    @classmethod
+    def from_rows(cls, model: LatentClass, v: np.ndarray, feature_names: tuple[str, ...], *_: Any) -> CategoricalFamily:
+        """The family of validated item codes ``v`` (NaN = missing): a whole data set, a row shard or a
+        mini-batch (the statistics add up over shards)."""
         levels = model.levels(v.shape[1])
         offsets = np.concatenate([[0], np.cumsum(levels)[:-1]])
         n, p = v.shape
@@ -496,7 +536,7 @@ class CategoricalFamily:
             torch.as_tensor(obs, dtype=torch.float64),
             torch.as_tensor(item_of_level),
             levels,
-            data.feature_names,
+            tuple(feature_names),
             v,
         )
 
@@ -508,13 +548,17 @@ class CategoricalFamily:
         """Responsibilities τ (n, K) and row log-likelihoods (n,) at ``params``."""
         return responsibilities(log_joint_components(self, params))
 
-    def statistics(self, resp: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Class sizes N_k, level counts C_kl = Σ_n τ_nk y_nl, and per-item observed totals D_ki."""
-        return {"n_k": resp.sum(0) + _EPS, "counts": resp.T @ self.onehot, "n_item": resp.T @ self.obs + _EPS}
+    def statistics(self, resp: Any, eps: float = _EPS) -> dict[str, torch.Tensor]:
+        """Class sizes N_k, level counts C_kl = Σ_n τ_nk y_nl, and per-item observed totals D_ki (additive
+        over rows when ``eps=0``)."""
+        return {"n_k": resp.sum(0) + eps, "counts": resp.T @ self.onehot, "n_item": resp.T @ self.obs + eps}
 
-    def m_step(self, resp: torch.Tensor, reg: float = 0.0) -> dict[str, torch.Tensor]:
+    def m_step(self, resp: Any, reg: Any = 0.0) -> dict[str, torch.Tensor]:
         """θ_iks = Σ_n τ_nk y_nis / Σ_n τ_nk o_ni; η_k = N_k / N."""
-        st = self.statistics(resp)
+        return self.params_from_statistics(self.statistics(resp), reg)
+
+    def params_from_statistics(self, st: dict[str, torch.Tensor], reg: Any = 0.0) -> dict[str, torch.Tensor]:
+        """The M-step from (summed or averaged) statistics (ratios only, so a common scale cancels)."""
         probs = st["counts"] / st["n_item"][:, self.item_of_level]
         return {"weights": st["n_k"] / st["n_k"].sum(), "probs": probs}
 
@@ -569,6 +613,18 @@ _FAMILIES: dict[type, Any] = {
     LatentProfile: GaussianFamily,
     LatentClass: CategoricalFamily,
 }
+
+
+def e_step_variant(model: Any, n: int, d: int, e_step: str = "auto") -> str:
+    """The E-step of a Gaussian family: "diagonal" for diagonal types, else ``e_step`` (:data:`FULL_E_STEPS`)
+    with "auto" choosing "gram" while the product features (n·d(d+1)/2 floats) stay small and d ≤ 64."""
+    if model.spec["kind"] == "gamma":
+        return "diagonal"
+    variant = check_choice("e_step", e_step, ["auto", *FULL_E_STEPS])
+    if variant == "auto":
+        # The product features cost n·d(d+1)/2 floats; past ~64 features the per-component solve wins.
+        variant = "gram" if d <= 64 and n * d * (d + 1) // 2 <= 60_000_000 else "cholesky"
+    return str(variant)
 
 
 def family_for(model: Any, X: Any, **options: Any) -> GaussianFamily | CategoricalFamily:
