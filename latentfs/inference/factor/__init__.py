@@ -2,6 +2,8 @@
 
 * :mod:`~latentfs.inference.factor.em` EM (exact missing-data E-step) and MAP for FA, EM for MFA;
   :mod:`~latentfs.inference.factor.gibbs` Gibbs for Bayesian FA;
+* :mod:`~latentfs.inference.factor.sharded` FA EM / MAP on a dask array (one task per row shard) and
+  :func:`factor_scores` (lazy for a dask array);
 * :mod:`~latentfs.inference.factor.weights` loadings and communalities as feature weights, rotations.
 
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
@@ -11,6 +13,7 @@ import importlib
 import pkgutil
 
 from latentfs.inference.factor.estimator import FactorAnalyzer, MixtureOfFactorAnalyzersClusterer
+from latentfs.inference.factor.sharded import factor_scores
 from latentfs.inference.factor.weights import (
     bootstrap_draws,
     communalities,
@@ -26,6 +29,7 @@ __all__ = [
     "MixtureOfFactorAnalyzersClusterer",
     "bootstrap_draws",
     "communalities",
+    "factor_scores",
     "loading_weights",
     "promax",
     "quartimax",

@@ -82,10 +82,15 @@ def _check_n_init(n_init: Any, init: Any) -> int:
     return 1 if isinstance(init, dict) else int(n_init)
 
 
-def _flag_heywood(post: Posterior, values: np.ndarray, floor: torch.Tensor, *, warn: bool, method: str) -> None:
-    """Record (and warn about) features whose noise variance is within :data:`HEYWOOD_FRACTION` of zero."""
+def _flag_heywood(post: Posterior, values: np.ndarray | None, floor: torch.Tensor, *, warn: bool, method: str,
+                  var: np.ndarray | None = None) -> None:
+    """Record (and warn about) features whose noise variance is within :data:`HEYWOOD_FRACTION` of zero
+    (``var``: the columns' variances over their observed entries, when ``values`` is not at hand)."""
     psi = np.asarray(post.mean("noise_variance"))
-    var = np.nanvar(values, axis=0)
+    if var is None:
+        if values is None:  # internal invariant: the callers pass one of them
+            raise RuntimeError("_flag_heywood needs values or var")
+        var = np.nanvar(values, axis=0)
     ratio = psi / np.maximum(var, 1e-300)
     at_floor = psi <= 1.01 * floor.cpu().numpy()
     bad = np.flatnonzero((ratio < HEYWOOD_FRACTION) | at_floor)
@@ -145,6 +150,9 @@ class FAData:
     sum_squares : Tensor (d,), Σ_n y_nj² over observed entries.
     values_sq : Tensor (n, d), y² (0 where missing); kept when entries are missing.
     col_mean, col_cov : Tensor (d,), (d, d); complete data only: ȳ and the biased covariance S.
+    n_rows : int, optional
+        The number of rows when ``values`` does not hold them: a sharded fit's driver keeps only the sums
+        and moments (``values`` is then empty, see :mod:`latentfs.inference.factor.sharded`).
     """
 
     values: torch.Tensor
@@ -157,10 +165,11 @@ class FAData:
     col_mean: torch.Tensor | None = None
     col_cov: torch.Tensor | None = None
     values_sq: torch.Tensor | None = None
+    n_rows: int | None = None
 
     @property
     def n_samples(self) -> int:
-        return int(self.values.shape[0])
+        return int(self.values.shape[0]) if self.n_rows is None else int(self.n_rows)
 
 
 @dataclass
@@ -422,7 +431,12 @@ def _validate_fa(model: Any, X: Any) -> Any:
     if not isinstance(model, FactorAnalysis):
         raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
     data = as_continuous(X, missing="allow", allow_constant=False, min_samples=2)
-    n, d = data.shape
+    _check_fa_shape(model, *data.shape)
+    return data
+
+
+def _check_fa_shape(model: FactorAnalysis, n: int, d: int) -> None:
+    """The checks of the data's shape against the model (also run on a sharded fit's totals)."""
     q = model.n_components
     if d < 2:
         raise DataError(f"X must have at least 2 features for factor analysis; got {d}. Pass more columns.")
@@ -432,7 +446,6 @@ def _validate_fa(model: Any, X: Any) -> Any:
         raise DataError(
             f"constraints must have one block per feature ({d}); got {model.constraints.n_features}."
         )
-    return data
 
 
 def _check_covariance(cov: np.ndarray, n: int, regularization: float | None) -> None:
@@ -472,13 +485,37 @@ def fa_initial_params(
     """Initial parameters: ``"pca"`` (principal axes of the covariance of the mean-imputed data),
     ``"random"`` (small Gaussian loadings), or a dict with ``loadings`` and ``noise_variance``
     (and optionally ``mean``)."""
-    d, n_factors = values.shape[1], int(n_components)
     if covariance is None:
         mean = np.nanmean(values, axis=0)
         filled = np.where(np.isnan(values), mean, values)
         var = filled.var(0)
+
+        def cov_of_filled() -> np.ndarray:
+            return np.asarray(np.cov(filled, rowvar=False, bias=True))
+
+        cov_fn = cov_of_filled
     else:
         mean, var = values.mean(0), np.diag(covariance).copy()
+        cov = covariance
+        cov_fn = lambda: cov  # noqa: E731
+    return initial_params_from_moments(mean, var, cov_fn, n_components, init=init, generator=generator,
+                                       dtype=dtype, device=device)
+
+
+def initial_params_from_moments(
+    mean: np.ndarray,
+    var: np.ndarray,
+    covariance: Any,
+    n_components: int,
+    *,
+    init: Any,
+    generator: torch.Generator,
+    dtype: torch.dtype,
+    device: Any,
+) -> FAParams:
+    """:func:`fa_initial_params` from the column means and variances of the (mean-imputed) data and a
+    callable returning their covariance (called only by ``init="pca"``): all a sharded fit has."""
+    d, n_factors = int(np.shape(mean)[0]), int(n_components)
     if isinstance(init, dict):
         missing = {"loadings", "noise_variance"} - set(init)
         if missing:
@@ -494,7 +531,7 @@ def fa_initial_params(
         # Principal axes of the *correlation* matrix, rescaled to the columns: ML factor analysis is
         # scale-equivariant, and so is this start (axes of the covariance itself are dominated by the
         # columns with the largest units and led unscaled wine to a worse optimum).
-        cov = np.cov(filled, rowvar=False, bias=True) if covariance is None else covariance
+        cov = covariance()
         sd = np.sqrt(np.maximum(np.diag(cov), 1e-300))
         evals, evecs = np.linalg.eigh(cov / np.outer(sd, sd))
         evals, evecs = evals[::-1], evecs[:, ::-1]
@@ -583,10 +620,19 @@ def _fit_fa(
     seed, max_iter, tol, n_init, dtype, device = check_options(
         seed=seed, max_iter=max_iter, tol=tol, n_init=n_init, dtype=dtype, device=device
     )
-    matrix = _validate_fa(model, X)
-    check_moments(matrix.values)
     if acceleration not in _ACCELERATIONS:
         raise DataError(f"acceleration must be one of {sorted(_ACCELERATIONS)}; got {acceleration!r}.")
+    from latentfs.core.shards import is_dask_array
+
+    if is_dask_array(X):
+        from latentfs.inference.factor.sharded import fit_fa_dask
+
+        return fit_fa_dask(model, X, use_priors=use_priors, method=method, seed=seed, max_iter=max_iter, tol=tol,
+                           init=init, regularization=regularization, dtype=dtype, device=device, progress=progress,
+                           warn=warn, use_moments=use_moments, acceleration=acceleration, n_init=n_init,
+                           callback=callback, started=started)
+    matrix = _validate_fa(model, X)
+    check_moments(matrix.values)
     values = matrix.values
     gen = make_generator(seed)
     data = prepare_fa_data(values, dtype=dtype, device=device, use_moments=True)
@@ -596,13 +642,49 @@ def _fit_fa(
     if not use_moments:
         data.col_cov = data.col_mean = None
     floor = _noise_floor(values, regularization, dtype, device, cov)
+
+    def estep(state: FAParams) -> EStats:
+        return fa_estep(state, data, use_moments=use_moments)
+
+    def start(r: int) -> FAParams:
+        # The first start is ``init``; the others are random (small Gaussian loadings).
+        return fa_initial_params(values, model.n_components, init=init if r == 0 else "random", generator=gen,
+                                 dtype=dtype, device=device, covariance=cov)
+
+    run = _run_em(model, estep, data, start, floor=floor, use_priors=use_priors, method=method, max_iter=max_iter,
+                  tol=tol, progress=progress, warn=warn, acceleration=acceleration,
+                  n_starts=_check_n_init(n_init, init), callback=callback)
+    post = _fa_posterior(model, matrix, data, run, method, use_priors, time.perf_counter() - started)
+    _flag_heywood(post, values, floor, warn=warn, method=method)
+    return post
+
+
+def _run_em(
+    model: FactorAnalysis,
+    estep: Any,
+    data: FAData,
+    start: Any,
+    *,
+    floor: torch.Tensor,
+    use_priors: bool,
+    method: str,
+    max_iter: int,
+    tol: float,
+    progress: bool | None,
+    warn: bool,
+    acceleration: str,
+    n_starts: int,
+    callback: Any,
+) -> Any:
+    """The (accelerated) EM restarts, whatever computes the statistics: ``estep(params) -> EStats`` (in
+    memory, or summed over a dask array's shards) and ``start(r)`` the r-th start. The M-step reads only
+    ``data``'s per-feature sums (``count``, ``sum_squares``)."""
     spec, variant = _mstep_spec(model, use_priors, floor)
-    n_starts = _check_n_init(n_init, init)
 
     def em_map(state: FAParams) -> tuple[FAParams, float]:
         """One EM (ECM) step: the new parameters and the objective at ``state``."""
         try:
-            stats = fa_estep(state, data, use_moments=use_moments)
+            stats = estep(state)
         except torch.linalg.LinAlgError:
             raise DataError(
                 "the model covariance became singular during EM (a noise variance collapsed to zero: a "
@@ -614,22 +696,16 @@ def _fit_fa(
     step = _ACCELERATIONS[acceleration](em_map, floor)
 
     def one(r: int) -> OptimizerRun:
-        # The first start is ``init``; the others are random (small Gaussian loadings).
-        start = fa_initial_params(values, model.n_components, init=init if r == 0 else "random", generator=gen,
-                                  dtype=dtype, device=device, covariance=cov)
-        start = _project(start, model.constraints)
-        start = FAParams(start.loadings, torch.maximum(start.noise_variance, floor), start.mean)
-        return run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
+        first = _project(start(r), model.constraints)
+        first = FAParams(first.loadings, torch.maximum(first.noise_variance, floor), first.mean)
+        return run_optimizer(first, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
                              progress=progress, warn=False, callback=callback)
 
     run, runs = run_restarts(n_starts, one, warn=warn, desc=f"FactorAnalysis {method}",
                              remedies="raise max_iter, loosen tol, or standardise the columns")
-    best_index = int(run.info["restart"])
     run.info["restart_objectives"] = [float(r.objective) for r in runs]
-    run.info["best_restart"] = best_index
-    post = _fa_posterior(model, matrix, data, run, method, use_priors, time.perf_counter() - started)
-    _flag_heywood(post, values, floor, warn=warn, method=method)
-    return post
+    run.info["best_restart"] = int(run.info["restart"])
+    return run
 
 
 def _plain(em_map: Any, floor: torch.Tensor) -> Any:
@@ -686,23 +762,57 @@ def _fa_posterior(model: FactorAnalysis, matrix: Any, data: FAData, run: Any, me
                   use_priors: bool, seconds: float) -> Posterior:
     params: FAParams = run.state
     V, Ez, ll_rows = factor_posterior(params, data)
+    post = _fa_result(
+        model, run, method, use_priors, seconds, feature_names=list(matrix.feature_names),
+        loglik=float(ll_rows.sum()), n_samples=data.n_samples, n_observed=float(data.count.sum()),
+        n_patterns=int(data.patterns.shape[0]), sample_names=list(matrix.sample_names),
+        log_likelihood=ll_rows.cpu().numpy()[None, None, :],
+    )
+    post.extras.update(
+        factor_scores=Ez.cpu().numpy(),
+        factor_score_covariance=V[data.pattern_of_row].cpu().numpy() if V.shape[0] > 1 else V[0].cpu().numpy(),
+        pattern_of_row=data.pattern_of_row.cpu().numpy(),
+    )
+    # keep the extras' order of earlier releases (communalities after the score covariance)
+    post.extras = {k: post.extras[k] for k in
+                   ("factor_scores", "factor_score_covariance", "communalities", "pattern_of_row")}
+    return post
+
+
+def _fa_result(
+    model: FactorAnalysis,
+    run: Any,
+    method: str,
+    use_priors: bool,
+    seconds: float,
+    *,
+    feature_names: list[str],
+    loglik: float,
+    n_samples: int,
+    n_observed: float,
+    n_patterns: int,
+    sample_names: list[str] | None,
+    log_likelihood: np.ndarray | None,
+) -> Posterior:
+    """The FA result from the fitted state and the data's totals (no row-level quantity is needed)."""
+    params: FAParams = run.state
     p = params.numpy()
     W, psi = p["loadings"], p["noise_variance"]
     common = (W**2).sum(1)
     communality = common / (common + psi)
     q = model.n_components
-    loglik = float(ll_rows.sum())
-    n_obs_entries = float(data.count.sum())
     d = W.shape[0]
     n_free = d * q + 2 * d - q * (q - 1) // 2
     if model.constraints is not None:
         n_free = d * q + 2 * d - int(model.constraints.n_active().sum())
+    coords: dict[str, list[str]] = {"feature": feature_names, "factor": [f"f{k}" for k in range(q)]}
+    if sample_names is not None:
+        coords["sample"] = sample_names
     return Posterior(
         model="FactorAnalysis",
         method=method,
         dims={"loadings": ("feature", "factor"), "noise_variance": ("feature",), "mean": ("feature",)},
-        coords={"feature": list(matrix.feature_names), "factor": [f"f{k}" for k in range(q)],
-                "sample": list(matrix.sample_names)},
+        coords=coords,
         trace=run.trace[None],
         fitted={k: {"family": "point", "value": v} for k, v in p.items()},
         diagnostics={
@@ -712,21 +822,16 @@ def _fa_posterior(model: FactorAnalysis, matrix: Any, data: FAData, run: Any, me
             "log_likelihood": loglik,
             "log_prior": float(fa_log_prior(model, params)) if use_priors else 0.0,
             "n_parameters": int(n_free),
-            "bic": float(-2 * loglik + n_free * math.log(data.n_samples)),
-            "missing_fraction": 1.0 - n_obs_entries / (data.n_samples * d),
-            "n_patterns": int(data.patterns.shape[0]),
+            "bic": float(-2 * loglik + n_free * math.log(n_samples)),
+            "missing_fraction": 1.0 - n_observed / (n_samples * d),
+            "n_patterns": n_patterns,
             "seconds": seconds,
             "observation_dim": "sample",
             "restart_log_likelihoods": list(run.info.get("restart_objectives", [float(run.objective)])),
             "best_restart": int(run.info.get("best_restart", 0)),
         },
-        log_likelihood=ll_rows.cpu().numpy()[None, None, :],
-        extras={
-            "factor_scores": Ez.cpu().numpy(),
-            "factor_score_covariance": V[data.pattern_of_row].cpu().numpy() if V.shape[0] > 1 else V[0].cpu().numpy(),
-            "communalities": communality,
-            "pattern_of_row": data.pattern_of_row.cpu().numpy(),
-        },
+        log_likelihood=log_likelihood,
+        extras={"communalities": communality},
         hyperparameters=model.hyperparameters(),
     )
 
@@ -780,6 +885,14 @@ def em_factor_analysis(
     Heywood cases (a noise variance below 0.5% of its column's variance: the solution sits on, or
     drifts to, the boundary) give a :class:`HeywoodWarning` naming the features and the remedies, and
     are listed in ``diagnostics["heywood_features"]``.
+
+    ``X`` may be a ``dask.array.Array`` whose row chunks (dense, one column chunk) are the shards (needs
+    ``pip install "latentfs[dask]"``; :mod:`latentfs.inference.factor.sharded`, also for ``"map"``): with
+    complete data its moments are one pass of shard tasks and EM then runs on the driver; with missing
+    entries every EM step is one E-step task per shard, summed on the driver. The result equals the
+    in-memory fit for the same seed up to summation order; no row is gathered, so it holds no
+    ``factor_scores`` (:func:`latentfs.inference.factor.factor_scores` computes them lazily), per-row
+    log-likelihood or ``sample`` coordinate.
 
     Returns
     -------

@@ -1,6 +1,7 @@
 """Probabilistic latent semantic analysis (Monay et al.): the engines of :mod:`latentfs.models.plsa`.
 
 * :mod:`~latentfs.inference.plsa.em` EM and tempered EM, early stopping, fold-in.
+* :mod:`~latentfs.inference.plsa.sharded` EM and tempered EM on a dask array (one task per row shard);
 * :mod:`~latentfs.inference.plsa.transformer` :class:`PLSATransformer` (scikit-learn feature extractor).
 
 Importing this package registers every engine of the family with :func:`latentfs.fit`.

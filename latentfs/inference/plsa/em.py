@@ -180,14 +180,17 @@ class _Validation:
 
 
 def _make_validation(
-    X_valid: Any, train: DCAData, K: int, how: str, seed: int
+    X_valid: Any, n_features: int, seen: np.ndarray, K: int, how: str, seed: int, dtype: torch.dtype,
+    device: torch.device,
 ) -> _Validation:
+    """Validation documents against a training vocabulary of ``n_features`` words, of which ``seen`` (J,) bool
+    occur in training."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         valid = as_counts(X_valid, name="X_valid", empty_documents="drop")
-    if valid.n_features != train.n_features:
+    if valid.n_features != n_features:
         raise DataError(
-            f"X_valid must have {train.n_features} features (as X); got {valid.n_features}. Use the same vocabulary."
+            f"X_valid must have {n_features} features (as X); got {valid.n_features}. Use the same vocabulary."
         )
     if how == "completion":
         if (valid.doc_lengths < 2).all():
@@ -197,10 +200,9 @@ def _make_validation(
         observed, held = observed[keep], held[keep]
     else:
         observed = held = valid.csr
-    seen = np.asarray(train.counts.csr.sum(0)).ravel() > 0
     n_unseen = int(held[:, ~seen].sum())
-    obs = prepare(sp.csr_matrix(observed), dtype=train.dtype, device=train.device)
-    start = torch.full((obs.n_documents, K), 1.0 / K, dtype=train.dtype, device=train.device)
+    obs = prepare(sp.csr_matrix(observed), dtype=dtype, device=device)
+    start = torch.full((obs.n_documents, K), 1.0 / K, dtype=dtype, device=device)
     return _Validation(obs, sp.csr_matrix(held), start, seen, n_unseen)
 
 
@@ -216,7 +218,7 @@ class _EarlyStopper:
     fold_in_iter: int
     beta: float = 1.0
     best_score: float = -math.inf
-    best_state: PointState | None = None
+    best_state: Any = None  # a PointState (or a sharded fit's state: Θ and its shards' P(z | d))
     best_iter: int = -1
     bad: int = 0
     improved_at_beta: bool = True
@@ -274,6 +276,7 @@ def fit_plsa(
     device: str | torch.device = "cpu",
     progress: bool | None = None,
     warn: bool = True,
+    persist: bool = True,
 ) -> Posterior:
     """Fit PLSA (``latentfs.fit(PLSA(K), X, method="em" | "tem", ...)``; module docstring).
 
@@ -297,6 +300,23 @@ def fit_plsa(
         Fold-in iterations per EM iteration for the validation documents (warm-started).
     max_iter, tol, n_init, init, seed, dtype, device, progress, warn
         As for the DCA engines; ``init`` is (P(z | d), P(x | z)).
+    persist : bool
+        Dask input only (see Notes): keep every validated shard in memory where it was first computed (on a
+        worker under a distributed Client) instead of reading and validating it again at every iteration.
+
+    Notes
+    -----
+    ``X`` may be a ``dask.array.Array`` of counts whose row chunks (dense or scipy.sparse blocks, one column
+    chunk) are the shards (needs ``pip install "latentfs[dask]"``; :mod:`latentfs.inference.plsa.sharded`).
+    Every iteration then runs the E-step and the P(z | d) update as one task per shard on the active
+    scheduler (a ``dask.distributed.Client`` if one exists); each shard's P(z | d) stays with it, only the
+    word–aspect counts Σ_d n(d, x) P(z | d, x) (K × J) and the shard's log-likelihood come to the driver,
+    which normalises them into P(x | z). Each shard is validated inside its task. P(x | z) starts as in
+    memory (it depends on J only), so the result equals the in-memory fit for the same seed up to
+    summation order. Tempered EM and early stopping work with an in-memory ``X_valid``; not with dask
+    input: ``validation_fraction`` (the split would gather documents on the driver), a dask ``X_valid``, and
+    ``init``. The fitted P(z | d) (n_documents × K) and per-document log-likelihoods are gathered at the end,
+    as for DCA VB.
 
     Returns
     -------
@@ -323,6 +343,20 @@ def fit_plsa(
     beta_min = _check_unit("beta_min", beta_min, closed_high=True)
     if X_valid is not None and validation_fraction is not None:
         raise DataError("pass either X_valid or validation_fraction, not both.")
+    from latentfs.core.shards import is_dask_array
+
+    if is_dask_array(X):
+        from latentfs.inference.plsa.sharded import fit_plsa_dask
+
+        return fit_plsa_dask(
+            model, X, tempered=tempered, early_stopping=early_stopping, X_valid=X_valid,
+            validation_fraction=validation_fraction, validation_score=validation_score, patience=patience,
+            beta_decay=beta_decay, beta_min=beta_min, fold_in_iter=fold_in_iter, max_iter=max_iter, tol=tol,
+            n_init=n_init, init=init, seed=seed, dtype=dtype, device=device, progress=progress, warn=warn,
+            persist=persist,
+        )
+    if not isinstance(persist, bool):
+        raise DataError(f"persist must be True or False; got {persist!r}.")
     counts = as_counts(X, name="X")
     K = model.n_components
     if validation_fraction is not None:
@@ -350,13 +384,15 @@ def fit_plsa(
             f"of documents and features); got {K}. Choose fewer aspects."
         )
     data = prepare(counts, dtype=dtype, device=device)
+    seen = np.asarray(counts.csr.sum(0)).ravel() > 0  # words that occur in training
     gens = chain_generators(seed, n_init, device)
+
     def one(r: int) -> OptimizerRun:
         state = _plsa_init(init if r == 0 else None, data, K, gens[r])
         stopper = (
             # the same validation split for every restart, so their scores compare
-            _EarlyStopper(_make_validation(X_valid, data, K, validation_score, 0), patience, tempered, beta_decay,
-                          beta_min, fold_in_iter)
+            _EarlyStopper(_make_validation(X_valid, data.n_features, seen, K, validation_score, 0, data.dtype,
+                                           data.device), patience, tempered, beta_decay, beta_min, fold_in_iter)
             if needs_validation
             else None
         )
@@ -409,8 +445,8 @@ def _make_step(data: DCAData, stopper: _EarlyStopper | None) -> Callable[[PointS
 def _plsa_init(init: Any, data: DCAData, K: int, generator: torch.Generator) -> PointState:
     kw: dict[str, Any] = {"dtype": data.dtype, "device": data.device}
     if init is None:
-        e = -torch.log(torch.rand(K, data.n_features, generator=generator, **kw).clamp_min(_TINY))
-        return PointState(torch.full((data.n_documents, K), 1.0 / K, **kw), e / e.sum(-1, keepdim=True))
+        return PointState(torch.full((data.n_documents, K), 1.0 / K, **kw),
+                          random_topic_word(K, data.n_features, generator, **kw))
     if not (isinstance(init, (tuple, list)) and len(init) == 2):
         raise DataError(f"init must be a pair (doc_topic, topic_word) of arrays; got {type(init).__name__}.")
     m, tw = (np.asarray(a, dtype=np.float64) for a in init)
@@ -424,19 +460,54 @@ def _plsa_init(init: Any, data: DCAData, K: int, generator: torch.Generator) -> 
     return PointState(torch.as_tensor(m, **kw), torch.as_tensor(tw, **kw))
 
 
+def random_topic_word(K: int, J: int, generator: torch.Generator, *, dtype: torch.dtype,
+                      device: torch.device) -> torch.Tensor:
+    """The random start of P(x | z): rows of independent Exp(1) draws, normalised (a uniform draw from the
+    simplex); it depends on the corpus only through J, so a sharded fit starts where the in-memory one does."""
+    e = -torch.log(torch.rand(K, J, generator=generator, dtype=dtype, device=device).clamp_min(_TINY))
+    return e / e.sum(-1, keepdim=True)
+
+
 def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, selects: list[float]) -> Posterior:
     state: PointState = run.state
-    stopper: _EarlyStopper | None = run.info["stopper"]
     loglik, cond = plsa_loglik(data, state)
     rates = data.rates_at_nonzeros(state.doc_latent, state.topic_word).clamp_min(_TINY)
     per_doc = torch.zeros(data.n_documents, dtype=data.dtype, device=data.device)
     per_doc.index_add_(0, data.doc, data.values * torch.log(rates))
     to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
+    return plsa_result(
+        model, run, tempered, selects, topic_word=to_np(state.topic_word), doc_topic=to_np(state.doc_latent),
+        doc_lengths=data.counts.doc_lengths, kept_documents=data.counts.kept_documents,
+        document_names=list(data.counts.document_names), feature_names=list(data.counts.feature_names),
+        loglik=loglik, cond=cond, per_doc=to_np(per_doc),
+    )
+
+
+def plsa_result(
+    model: PLSA,
+    run: Any,
+    tempered: bool,
+    selects: list[float],
+    *,
+    topic_word: np.ndarray,
+    doc_topic: np.ndarray,
+    doc_lengths: np.ndarray,
+    kept_documents: np.ndarray,
+    document_names: list[str],
+    feature_names: list[str],
+    loglik: float,
+    cond: float,
+    per_doc: np.ndarray,
+) -> Posterior:
+    """The PLSA result from the fitted P(x | z), P(z | d), the document lengths and the log-likelihoods (in
+    memory, or gathered from a sharded fit's shards)."""
+    stopper: _EarlyStopper | None = run.info["stopper"]
+    lengths = np.asarray(doc_lengths, dtype=np.float64)
     extras: dict[str, np.ndarray] = {
-        "doc_prior": to_np(data.doc_lengths / data.doc_lengths.sum()),
-        "doc_lengths": data.counts.doc_lengths,
-        "kept_documents": data.counts.kept_documents,
-        "component_counts": to_np(state.doc_latent * data.doc_lengths[:, None]),
+        "doc_prior": lengths / lengths.sum(),
+        "doc_lengths": doc_lengths,
+        "kept_documents": kept_documents,
+        "component_counts": doc_topic * lengths[:, None],
     }
     diagnostics: dict[str, Any] = {
         "converged": run.converged,
@@ -444,7 +515,7 @@ def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, select
         "n_iter": run.n_iter,
         "log_likelihood": loglik,
         "conditional_log_likelihood": cond,
-        "train_perplexity": math.exp(-cond / float(data.doc_lengths.sum())),
+        "train_perplexity": math.exp(-cond / float(lengths.sum())),
         "restart_scores": selects,
         "best_restart": run.info["restart"],
         "observation_dim": "document",
@@ -460,8 +531,8 @@ def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, select
                            if 0 <= stopper.best_iter < len(stopper.validation.zero_history) else 0)
     coords = {
         "component": component_labels(model.n_components),
-        "feature": list(data.counts.feature_names),
-        "document": list(data.counts.document_names),
+        "feature": feature_names,
+        "document": document_names,
     }
     return Posterior(
         model="PLSA",
@@ -469,10 +540,10 @@ def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, select
         dims={"topic_word": ("component", "feature"), "doc_topic": ("document", "component")},
         coords=coords,
         trace=run.trace,
-        fitted={"topic_word": {"family": "point", "value": to_np(state.topic_word)},
-                "doc_topic": {"family": "point", "value": to_np(state.doc_latent)}},
+        fitted={"topic_word": {"family": "point", "value": topic_word},
+                "doc_topic": {"family": "point", "value": doc_topic}},
         diagnostics=diagnostics,
-        log_likelihood=to_np(per_doc)[None, None, :],
+        log_likelihood=per_doc[None, None, :],
         extras=extras,
         hyperparameters=model.hyperparameters(),
     )
