@@ -282,6 +282,17 @@ def _from_dataframe(X: Any, name: str) -> np.ndarray | sp.csr_matrix:
         ) from None
 
 
+#: The (model, method) pairs whose engines take a ``dask.array.Array`` (README, "Beyond one machine").
+DASK_ENGINES = ("DirichletDCA/GammaPoissonDCA 'vb', DirichletDCA 'online_vb', PLSA 'em'/'tem', FactorAnalysis "
+                "'em'/'map', GaussianMixture/LatentProfile/LatentClass 'em'/'online_em'")
+
+
+def _is_dask(X: Any) -> bool:
+    from latentfs.core.shards import is_dask_array
+
+    return is_dask_array(X)
+
+
 def _to_array_or_sparse(X: Any, name: str, *, masked: str = "error") -> np.ndarray | sp.csr_matrix:
     """Turn any supported container into a 2-D numpy array or float64 CSR matrix (no validation of values).
 
@@ -291,6 +302,13 @@ def _to_array_or_sparse(X: Any, name: str, *, masked: str = "error") -> np.ndarr
         return X.csr
     if isinstance(X, ContinuousMatrix):
         return X.values
+    if _is_dask(X):
+        raise DataError(
+            f"{name} is a dask array, but this call works in memory and would gather every chunk into this "
+            f"process. The engines that fit a dask array shard by shard are {DASK_ENGINES}; with another "
+            f"method pass {name}.compute() if it fits in memory, and for new data apply the fitted estimator "
+            f"chunk by chunk ({name}.map_blocks(...))."
+        )
     if sp.issparse(X):
         if X.dtype.kind in _TIME_KINDS:
             raise _time_error(name, X.dtype)

@@ -403,13 +403,35 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         self
         """
         from latentfs.core.registry import fit
+        from latentfs.core.shards import is_dask_array
 
+        if is_dask_array(X):
+            return self._fit_sharded(X)
         X = self._validate(X, reset=True)
         self._check_params()
         model = self._make_model()
         self.posterior_ = fit(model, self._fit_data(X), method=self.method, **self._engine_options(model))
         self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", self.posterior_.trace.shape[-1])))
         self._after_fit(X)
+        return self
+
+    def _fit_sharded(self, X: Any) -> LatentEstimator:
+        """``fit`` on a ``dask.array.Array``: the engine fits it shard by shard (each shard validated in its
+        own task; engines that cannot shard refuse it in :func:`latentfs.fit`). The training rows are never
+        gathered, so attributes computed from them (``labels_``) are not set: ``predict`` each chunk, e.g.
+        ``X.map_blocks(est.predict, drop_axis=1)``."""
+        from latentfs.core.registry import fit
+
+        if X.ndim != 2:
+            raise DataError(f"X must be a 2-D dask array (rows × features); got {X.ndim} dimension(s).")
+        self._check_params()
+        for name in ("feature_names_in_", "labels_"):
+            self.__dict__.pop(name, None)
+        self.n_features_in_ = int(X.shape[1])
+        model = self._make_model()
+        self.posterior_ = fit(model, X, method=self.method, **self._engine_options(model))
+        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", self.posterior_.trace.shape[-1])))
+        self._after_fit(None)
         return self
 
     def _adopt(self, posterior: Any) -> LatentEstimator:

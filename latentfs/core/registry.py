@@ -121,9 +121,16 @@ def _with_names(model: Any, data: Any, names: dict[str, Any], options: dict[str,
     rule for empty documents (count engines take a named matrix as validated); continuous engines
     validate the named matrix again with their own rules."""
     from latentfs.core.data import as_continuous, as_counts
+    from latentfs.core.shards import is_dask_array
 
     kind = data_kind(model)
     model_name = type(model).__name__
+    if is_dask_array(data):
+        raise DataError(
+            f"{sorted(names)} cannot be attached to a dask array X (naming its rows or columns here would gather "
+            "it); fit without them and name the result's axes afterwards, e.g. "
+            "result.coords['feature'] = list(feature_names)."
+        )
     if kind in ("sequences", "lattice"):
         what = "sequences" if kind == "sequences" else "a lattice (an image)"
         raise DataError(

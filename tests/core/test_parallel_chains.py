@@ -171,7 +171,7 @@ def test_on_an_active_dask_client_the_chains_run_on_its_workers():
 
     X = _counts()
     seq = latentfs.fit(DirichletDCA(3), X, method="collapsed_gibbs", **SAMPLE)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             distributed.Client(cluster), distributed.get_task_stream() as stream:
         par = latentfs.fit(DirichletDCA(3), X, method="collapsed_gibbs", chain_method="parallel", **SAMPLE)
     chain_tasks = [t for t in stream.data if t["key"].startswith("_in_worker")]

@@ -81,7 +81,7 @@ def test_dask_local_cluster_processes_equals_in_memory(corpus):
     X = da.from_array(corpus, chunks=(60, -1), asarray=False)
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
         ) as cluster,
         distributed.Client(cluster),
     ):
