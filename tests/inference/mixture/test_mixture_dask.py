@@ -135,7 +135,7 @@ def test_bad_chunking_and_bad_shards(gaussian_data, class_data):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as lc:
         with distributed.Client(lc) as client:
             yield client
 
