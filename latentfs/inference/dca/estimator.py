@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sklearn.utils.metaestimators import available_if
 
 from latentfs.core.data import DataError, check_choice
 from latentfs.core.estimator import LatentEstimator
@@ -121,6 +122,72 @@ class DCA(LatentEstimator):
         if accepted is None or "empty_documents" in accepted:
             return {"empty_documents": "keep"}
         return {}
+
+    def fit(self, X: Any, y: Any = None) -> Any:
+        """Fit the model to ``X`` with the engine ``method``; ``y`` is ignored (a later :meth:`partial_fit`
+        starts a new stream)."""
+        for name in ("_online_state", "_online_total", "_online_seen"):
+            self.__dict__.pop(name, None)
+        return super().fit(X, y)
+
+    @available_if(lambda self: self.model == "dirichlet")
+    def partial_fit(self, X: Any, y: Any = None, **online_options: Any) -> Any:
+        """One online VB update with the documents ``X`` (Hoffman, Blei & Bach 2010;
+        :mod:`latentfs.inference.dca.online`); DirichletDCA only.
+
+        The first call (or the first after :meth:`fit`) starts the stream: ``X`` sets ``n_features_in_`` and
+        the column names, λ is drawn from ``seed``, and ``online_options`` (``total_documents``, ``tau0``,
+        ``kappa``, ``theta_update``, ``doc_max_iter``, ``doc_tol``) are taken at that call only. Each call
+        moves q(Θ) by the step ρ_t = (τ0 + t)^(−κ) towards the estimate from ``X`` scaled to
+        ``total_documents`` documents; without ``total_documents`` the corpus is taken to be the documents
+        seen so far (scikit-learn's ``total_samples`` assumes 10⁶ instead). ``method`` is not used; empty
+        documents carry no evidence about Θ and are skipped. Only with ``model="dirichlet"`` (online VB has no
+        GaP form here): a GaP estimator has no ``partial_fit`` attribute, as scikit-learn's ``available_if`` makes it.
+
+        Examples
+        --------
+        >>> X = DirichletDCA(2).simulate(n_documents=90, n_features=12, doc_length=50, seed=0)["counts"]
+        >>> first, *rest = np.array_split(X, 3)
+        >>> dca = DCA(2).partial_fit(first, total_documents=90)
+        >>> for chunk in rest:
+        ...     dca = dca.partial_fit(chunk)
+        >>> dca.n_iter_, dca.components_.shape
+        (3, (2, 12))
+        """
+        from dataclasses import replace
+
+        from latentfs.inference.dca.online import online_posterior, online_vb_init, partial_fit_state
+
+        state = self.__dict__.get("_online_state")
+        if state is None:
+            X = self._validate(X, reset=True)
+            self._check_params()
+            if self.model != "dirichlet":
+                raise DataError(
+                    f"partial_fit runs online VB, which is for model='dirichlet'; got model={self.model!r}. Use fit(), "
+                    "or model='dirichlet'."
+                )
+            total = online_options.pop("total_documents", None)
+            state = online_vb_init(self._make_model(), X.shape[1], total_documents=total or max(1, X.shape[0]),
+                                   seed=self.seed, **online_options)
+            self._online_total = total
+            self._online_seen = 0
+        else:
+            if online_options:
+                raise DataError(
+                    f"partial_fit takes online options only at its first call; got {sorted(online_options)} later. "
+                    "Call fit(), or start a new estimator, to change them."
+                )
+            X = self._validate(X, reset=False)
+        self._online_seen += int(X.shape[0])
+        if self._online_total is None:  # the corpus so far
+            state = replace(state, total_documents=self._online_seen)
+        state = partial_fit_state(state, X)
+        self._online_state = state
+        self.posterior_ = online_posterior(state)
+        self.n_iter_ = int(state.n_updates)
+        self._after_fit(X)
+        return self
 
     def _after_fit(self, X: Any) -> None:
         self.components_ = self.posterior_.mean("topic_word")

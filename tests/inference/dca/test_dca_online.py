@@ -75,3 +75,38 @@ def test_online_vb_stream_errors(planted):
         partial_fit_state(state, train[:50, :149])
     with pytest.raises(DataError, match=r"method must be one of .* for GammaPoissonDCA; got .online_vb."):
         latentfs.fit(latentfs.GammaPoissonDCA(K), train, method="online_vb")
+
+
+def test_estimator_partial_fit_is_online_vb_over_the_same_batches(planted):
+    train, test = planted
+    batches = [train[i: i + 100] for i in range(0, 700, 100)]
+    est = latentfs.DCA(K, alpha=0.2, seed=1).partial_fit(batches[0], total_documents=700)
+    for b in batches[1:]:
+        est = est.partial_fit(b)
+    ref = latentfs.fit(DirichletDCA(K, alpha=0.2), iter(batches), method="online_vb", total_documents=700, seed=1)
+    np.testing.assert_allclose(est.components_, ref.mean("topic_word"), rtol=1e-12)
+    assert est.n_iter_ == 7 and est.transform(test[:3]).shape == (3, K)
+    # a second pass keeps improving toward the batch optimum (deterministic: fixed seeds, no false alarms)
+    first = est.score(test)
+    for b in batches:
+        est = est.partial_fit(b)
+    assert est.score(test) >= first - 1e-9
+
+
+def test_estimator_partial_fit_without_a_corpus_size_takes_the_documents_seen(planted):
+    train, _ = planted
+    est = latentfs.DCA(K, seed=0).partial_fit(train[:100]).partial_fit(train[100:300])
+    assert est._online_state.total_documents == 300
+    assert est.posterior_.diagnostics["n_iter"] == 2
+
+
+def test_estimator_partial_fit_refuses_what_it_cannot_do(planted):
+    train, _ = planted
+    est = latentfs.DCA(K, seed=0).partial_fit(train[:100], kappa=0.9)
+    with pytest.raises(DataError, match=r"X has 149 features, but DCA is expecting 150 features"):
+        est.partial_fit(train[:50, :149])
+    with pytest.raises(DataError, match=r"online options only at its first call; got \['kappa'\] later"):
+        est.partial_fit(train[100:200], kappa=0.8)
+    assert not hasattr(latentfs.DCA(K, model="gamma_poisson"), "partial_fit")  # online VB has no GaP form
+    refit = est.fit(train[:200])  # fit() ends the stream: the next partial_fit starts afresh
+    assert refit.partial_fit(train[:100]).n_iter_ == 1
