@@ -192,7 +192,7 @@ def _last_change(trace: list[float]) -> float:
     return abs(trace[-1] - trace[-2]) / max(abs(trace[-1]), 1e-300)
 
 
-def best_run(runs: list[OptimizerRun], key: Callable[[OptimizerRun], float] | None = None) -> OptimizerRun:
+def best_run(runs: list[OptimizerRun], key: Callable[[OptimizerRun], Any] | None = None) -> OptimizerRun:
     """The run with the highest final objective (or highest ``key(run)``, e.g. a validation score)."""
     return max(runs, key=key or (lambda r: r.objective))
 
@@ -208,7 +208,7 @@ def run_restarts(
     warn: bool = True,
     desc: str = "fit",
     remedies: str = "raise max_iter, loosen tol, or raise n_init",
-    key: Callable[[OptimizerRun], float] | None = None,
+    key: Callable[[OptimizerRun], Any] | None = None,
 ) -> tuple[OptimizerRun, list[OptimizerRun]]:
     """The one restart loop: ``run_one(r)`` for r = 0, 1, … (each calling :func:`run_optimizer` with
     ``warn=False``), the best run kept, and at most one :class:`ConvergenceWarning` per fit (for the run

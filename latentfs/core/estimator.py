@@ -405,6 +405,7 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         from latentfs.core.registry import fit
         from latentfs.core.shards import is_dask_array
 
+        self.__dict__.pop("_online_state", None)  # a later partial_fit starts a new stream
         if is_dask_array(X):
             return self._fit_sharded(X)
         X = self._validate(X, reset=True)
@@ -412,6 +413,37 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         model = self._make_model()
         self.posterior_ = fit(model, self._fit_data(X), method=self.method, **self._engine_options(model))
         self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", self.posterior_.trace.shape[-1])))
+        self._after_fit(X)
+        return self
+
+    def _stream_update(
+        self,
+        X: Any,
+        online_options: dict[str, Any],
+        start: Any,
+        update: Any,
+        posterior: Any,
+    ) -> LatentEstimator:
+        """The plumbing of every ``partial_fit``: the first call (or the first after ``fit``) validates ``X`` as
+        a fit does and starts the stream with ``start(X, **online_options)``; later calls refuse options and
+        check ``X`` against the columns seen first. Then ``update(state, X)`` and ``posterior(state)`` give
+        the new state and ``posterior_``."""
+        state = self.__dict__.get("_online_state")
+        if state is None:
+            X = self._validate(X, reset=True)
+            self._check_params()
+            state = start(X, **online_options)
+        else:
+            if online_options:
+                raise DataError(
+                    f"partial_fit takes online options only at its first call; got {sorted(online_options)} later. "
+                    "Call fit(), or start a new estimator, to change them."
+                )
+            X = self._validate(X, reset=False)
+        state = update(state, X)
+        self._online_state = state
+        self.posterior_ = posterior(state)
+        self.n_iter_ = int(state.n_updates)
         self._after_fit(X)
         return self
 

@@ -123,13 +123,6 @@ class DCA(LatentEstimator):
             return {"empty_documents": "keep"}
         return {}
 
-    def fit(self, X: Any, y: Any = None) -> Any:
-        """Fit the model to ``X`` with the engine ``method``; ``y`` is ignored (a later :meth:`partial_fit`
-        starts a new stream)."""
-        for name in ("_online_state", "_online_total", "_online_seen"):
-            self.__dict__.pop(name, None)
-        return super().fit(X, y)
-
     @available_if(lambda self: self.model == "dirichlet")
     def partial_fit(self, X: Any, y: Any = None, **online_options: Any) -> Any:
         """One online VB update with the documents ``X`` (Hoffman, Blei & Bach 2010;
@@ -158,36 +151,21 @@ class DCA(LatentEstimator):
 
         from latentfs.inference.dca.online import online_posterior, online_vb_init, partial_fit_state
 
-        state = self.__dict__.get("_online_state")
-        if state is None:
-            X = self._validate(X, reset=True)
-            self._check_params()
-            if self.model != "dirichlet":
-                raise DataError(
-                    f"partial_fit runs online VB, which is for model='dirichlet'; got model={self.model!r}. Use fit(), "
-                    "or model='dirichlet'."
-                )
-            total = online_options.pop("total_documents", None)
-            state = online_vb_init(self._make_model(), X.shape[1], total_documents=total or max(1, X.shape[0]),
-                                   seed=self.seed, **online_options)
-            self._online_total = total
+        def start(X: Any, total_documents: int | None = None, **options: Any) -> Any:
+            if self.model != "dirichlet":  # pragma: no cover - available_if hides partial_fit for GaP
+                raise DataError(f"partial_fit runs online VB, for model='dirichlet'; got model={self.model!r}.")
+            self._online_total = total_documents
             self._online_seen = 0
-        else:
-            if online_options:
-                raise DataError(
-                    f"partial_fit takes online options only at its first call; got {sorted(online_options)} later. "
-                    "Call fit(), or start a new estimator, to change them."
-                )
-            X = self._validate(X, reset=False)
-        self._online_seen += int(X.shape[0])
-        if self._online_total is None:  # the corpus so far
-            state = replace(state, total_documents=self._online_seen)
-        state = partial_fit_state(state, X)
-        self._online_state = state
-        self.posterior_ = online_posterior(state)
-        self.n_iter_ = int(state.n_updates)
-        self._after_fit(X)
-        return self
+            return online_vb_init(self._make_model(), X.shape[1], total_documents=total_documents or max(1, X.shape[0]),
+                                  seed=self.seed, **options)
+
+        def update(state: Any, X: Any) -> Any:
+            self._online_seen += int(X.shape[0])
+            if self._online_total is None:  # the corpus so far
+                state = replace(state, total_documents=self._online_seen)
+            return partial_fit_state(state, X)
+
+        return self._stream_update(X, online_options, start, update, online_posterior)
 
     def _after_fit(self, X: Any) -> None:
         self.components_ = self.posterior_.mean("topic_word")

@@ -77,11 +77,6 @@ class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
             out[:, j] = -0.5 * (z**2).sum(0) - np.log(np.diag(chol)).sum() - 0.5 * d * math.log(2 * math.pi)
         return out
 
-    def fit(self, X: Any, y: Any = None) -> Any:
-        """Fit the model to ``X`` with the engine ``method`` (a later :meth:`partial_fit` starts a new stream)."""
-        self.__dict__.pop("_online_state", None)
-        return super().fit(X, y)
-
     def partial_fit(self, X: Any, y: Any = None, **online_options: Any) -> Any:
         """One stepwise EM update with the rows ``X`` (:mod:`latentfs.inference.mixture.online`).
 
@@ -104,28 +99,11 @@ class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
         """
         from latentfs.inference.mixture.online import online_em_init, online_posterior, partial_fit_state
 
-        state = self.__dict__.get("_online_state")
-        if state is None:
-            X = self._validate(X, reset=True)
-            self._check_params()
+        def start(X: Any, **options: Any) -> Any:
             names = getattr(self, "feature_names_in_", None)
-            state = online_em_init(self._make_model(), X.shape[1], seed=self.seed, feature_names=names,
-                                   **online_options)
-        else:
-            if online_options:
-                from latentfs.core.data import DataError
+            return online_em_init(self._make_model(), X.shape[1], seed=self.seed, feature_names=names, **options)
 
-                raise DataError(
-                    f"partial_fit takes online options only at its first call; got {sorted(online_options)} later. "
-                    "Call fit(), or start a new estimator, to change them."
-                )
-            X = self._validate(X, reset=False)
-        state = partial_fit_state(state, X)
-        self._online_state = state
-        self.posterior_ = online_posterior(state)
-        self.n_iter_ = int(state.n_updates)
-        self._after_fit(X)
-        return self
+        return self._stream_update(X, online_options, start, partial_fit_state, online_posterior)
 
     def _covariance_type(self) -> str:
         return str(self._make_model().covariance_type)

@@ -399,30 +399,42 @@ def fit_plsa(
         step = _make_step(data, stopper)
         run = run_optimizer(state, step, max_iter=max_iter, tol=0.0 if stopper else tol, min_iter=2,
                             desc="PLSA " + ("TEM" if tempered else "EM"), progress=progress, warn=False)
-        run.info.update(restart=r, stopper=stopper)
-        if stopper is not None:
-            # the best iterate by validation, and restarts compared by validation score
-            run.state = stopper.best_state
-            run.info["select"] = stopper.best_score
-        else:
-            run.info["select"] = run.objective
-        return run
+        return selected(run, r, stopper)
 
-    # one restart loop (the driver's): the kept run is the best by validation score (early stopping / TEM) or
-    # by log-likelihood, with at most one ConvergenceWarning per fit
-    run, runs = run_restarts(n_init, one, warn=warn and not needs_validation,
-                             desc="PLSA " + ("TEM" if tempered else "EM"),
-                             remedies="raise max_iter, loosen tol, or use n_init > 1",
-                             key=lambda x: x.info["select"])
+    run, runs = plsa_restarts(n_init, one, warn=warn, stopping=needs_validation, tempered=tempered,
+                              max_iter=max_iter)
+    return _plsa_posterior(model, data, run, tempered, [x.info["select"] for x in runs])
+
+
+def selected(run: OptimizerRun, r: int, stopper: _EarlyStopper | None) -> OptimizerRun:
+    """Mark restart ``r``'s run with what ranks it: with early stopping (or TEM) the best iterate by validation
+    and its score, else the run's log-likelihood."""
+    run.info.update(restart=r, stopper=stopper)
+    if stopper is not None:
+        run.state = stopper.best_state
+        run.info["select"] = stopper.best_score
+    else:
+        run.info["select"] = run.objective
+    return run
+
+
+def plsa_restarts(
+    n_init: int, one: Callable[[int], OptimizerRun], *, warn: bool, stopping: bool, tempered: bool, max_iter: int
+) -> tuple[OptimizerRun, list[OptimizerRun]]:
+    """The driver's one restart loop for PLSA (in memory or sharded): the kept run is the best by validation
+    score (early stopping / TEM) or by log-likelihood, with at most one ConvergenceWarning per fit (the
+    early-stopping one when validation never stopped the run)."""
+    run, runs = run_restarts(n_init, one, warn=warn and not stopping, desc="PLSA " + ("TEM" if tempered else "EM"),
+                             remedies="raise max_iter, loosen tol, or use n_init > 1", key=lambda x: x.info["select"])
     stopper = run.info["stopper"]
     if warn and stopper is not None and not stopper.stopped and not run.interrupted:
         from latentfs.core.driver import ConvergenceWarning
 
         warnings.warn(
             f"PLSA early stopping did not trigger in {max_iter} iterations; raise max_iter or lower patience.",
-            ConvergenceWarning, stacklevel=2,
+            ConvergenceWarning, stacklevel=3,
         )
-    return _plsa_posterior(model, data, run, tempered, [x.info["select"] for x in runs])
+    return run, runs
 
 
 def _make_step(data: DCAData, stopper: _EarlyStopper | None) -> Callable[[PointState], tuple[PointState, float]]:

@@ -15,7 +15,6 @@ run unchanged.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,11 +22,19 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import ConvergenceWarning, OptimizerRun, chain_generators, run_optimizer, run_restarts
+from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import DCAData, prepare
 from latentfs.inference.dca.em import _normalise_rows, _rates, expected_counts, theta_simplex
-from latentfs.inference.plsa.em import _TINY, _EarlyStopper, _make_validation, plsa_result, random_topic_word
+from latentfs.inference.plsa.em import (
+    _TINY,
+    _EarlyStopper,
+    _make_validation,
+    plsa_restarts,
+    plsa_result,
+    random_topic_word,
+    selected,
+)
 from latentfs.models.plsa import PLSA
 
 __all__ = ["ShardedPLSAState", "fit_plsa_dask"]
@@ -206,24 +213,10 @@ def fit_plsa_dask(
 
         run = run_optimizer(state, step, max_iter=max_iter, tol=0.0 if stopper else tol, min_iter=2,
                             desc="PLSA " + ("TEM" if tempered else "EM") + " (dask)", progress=progress, warn=False)
-        run.info.update(restart=r, stopper=stopper)
-        if stopper is not None:
-            run.state = stopper.best_state
-            run.info["select"] = stopper.best_score
-        else:
-            run.info["select"] = run.objective
-        return run
+        return selected(run, r, stopper)
 
-    run, runs = run_restarts(n_init, one, warn=warn and not needs_validation,
-                             desc="PLSA " + ("TEM" if tempered else "EM"),
-                             remedies="raise max_iter, loosen tol, or use n_init > 1",
-                             key=lambda x: x.info["select"])
-    stopper = run.info["stopper"]
-    if warn and stopper is not None and not stopper.stopped and not run.interrupted:
-        warnings.warn(
-            f"PLSA early stopping did not trigger in {max_iter} iterations; raise max_iter or lower patience.",
-            ConvergenceWarning, stacklevel=3,
-        )
+    run, runs = plsa_restarts(n_init, one, warn=warn, stopping=needs_validation, tempered=tempered,
+                              max_iter=max_iter)
     final: ShardedPLSAState = run.state
     theta_key = shards.wrap(final.topic_word.cpu().numpy())
     fin = shards.delayed(shards.shard_task, nout=2, pure=False)
