@@ -32,10 +32,11 @@ import torch
 
 from latentfs.core.data import CountMatrix, DataError, as_counts, check_choice, check_float, check_int
 from latentfs.core.driver import chain_generators
-from latentfs.core.options import as_rng, check_options
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
+from latentfs.core.streams import chunk_stream, is_batch_stream, row_batches
 from latentfs.inference.dca.common import hyper_tensors, prepare, resolve_model
 from latentfs.inference.dca.vb import (
     converge_documents,
@@ -208,16 +209,6 @@ def _batch_counts(batch: Any, n_features: int) -> CountMatrix:
     return counts
 
 
-def _is_batch_stream(X: Any) -> bool:
-    """An iterator, or a list/tuple of 2-D matrices (rather than one matrix given as nested lists)."""
-    if isinstance(X, Iterator):
-        return True
-    if isinstance(X, (list, tuple)) and X:
-        first = X[0]
-        return hasattr(first, "shape") and len(getattr(first, "shape", ())) == 2
-    return False
-
-
 def fit_online_vb(
     model: DirichletDCA,
     X: Any,
@@ -280,12 +271,7 @@ def fit_online_vb(
 
     counts: CountMatrix | None = None
     batches: Iterable[Any]
-    if _is_batch_stream(X):
-        if isinstance(X, Iterator) and n_passes != 1:
-            raise DataError(
-                f"n_passes must be 1 when X is an iterator (it can be read once); got {n_passes}. Pass a list of "
-                "mini-batches, or the matrix, to make several passes."
-            )
+    if is_batch_stream(X):
         if total_documents is None:
             if isinstance(X, Iterator):
                 raise DataError(
@@ -293,25 +279,19 @@ def fit_online_vb(
                     "are scaled by total_documents / batch rows. Pass the corpus size, e.g. total_documents=100000."
                 )
             total_documents = int(sum(int(b.shape[0]) for b in X))
-        stream = list(X) if not isinstance(X, Iterator) else X
-        first = next(iter(stream)) if not isinstance(stream, Iterator) else next(stream, None)
-        if first is None:
-            raise DataError("X is an empty iterator of mini-batches; pass at least one batch.")
+        first, batches = chunk_stream(X, n_passes, what="mini-batches")
         n_features = int(first.shape[1])
-        if isinstance(stream, Iterator):
-            batches = _chain_first(first, stream)
-        else:
-            batches = [b for _ in range(n_passes) for b in stream]
     elif is_dask_array(X):
-        n_docs = int(X.shape[0])
         n_features = int(X.shape[1])
-        total_documents = total_documents or n_docs
-        batches = _dask_batches(X, batch_size, n_passes, shuffle, seed)
+        total_documents = total_documents or int(X.shape[0])
+        # each mini-batch of a dask array computed on its own: only one batch is ever in memory
+        batches = row_batches(int(X.shape[0]), batch_size, n_passes, shuffle, seed, lambda rows: X[rows].compute())
     else:
         counts = as_counts(X, empty_documents=empty_documents)  # type: ignore[arg-type]
         n_features = counts.n_features
         total_documents = total_documents or counts.n_documents
-        batches = _matrix_batches(counts, batch_size, n_passes, shuffle, seed)
+        csr = counts.csr
+        batches = row_batches(counts.n_documents, batch_size, n_passes, shuffle, seed, lambda rows: csr[rows])
     state = online_vb_init(
         model, n_features, total_documents=int(total_documents), tau0=tau0, kappa=kappa,
         theta_update=theta_update, seed=seed, doc_max_iter=doc_max_iter, doc_tol=doc_tol, dtype=dtype,
@@ -320,32 +300,6 @@ def fit_online_vb(
     for batch in batches:
         state = partial_fit_state(state, batch)
     return online_posterior(state, counts)
-
-
-def _chain_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    yield first
-    yield from rest
-
-
-def _order(n: int, n_passes: int, shuffle: bool, seed: int | None) -> Iterator[np.ndarray]:
-    rng = as_rng(seed)
-    for _ in range(n_passes):
-        yield rng.permutation(n) if shuffle else np.arange(n)
-
-
-def _matrix_batches(
-    counts: CountMatrix, batch_size: int, n_passes: int, shuffle: bool, seed: int | None
-) -> Iterator[Any]:
-    for order in _order(counts.n_documents, n_passes, shuffle, seed):
-        for lo in range(0, order.size, batch_size):
-            yield counts.csr[np.sort(order[lo: lo + batch_size])]
-
-
-def _dask_batches(X: Any, batch_size: int, n_passes: int, shuffle: bool, seed: int | None) -> Iterator[Any]:
-    """Mini-batches of a dask array's rows, each computed on its own (only one batch is ever in memory)."""
-    for order in _order(int(X.shape[0]), n_passes, shuffle, seed):
-        for lo in range(0, order.size, batch_size):
-            yield X[np.sort(order[lo: lo + batch_size])].compute()
 
 
 def online_posterior(state: OnlineVBState, counts: CountMatrix | None = None) -> Posterior:

@@ -30,7 +30,7 @@ the DCA online engine (:mod:`latentfs.inference.dca.online`): ``batch_size``, ``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,9 +39,10 @@ import torch
 
 from latentfs.core.data import DataError, check_float, check_int, check_seed
 from latentfs.core.driver import make_generator
-from latentfs.core.options import as_rng, check_options
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
+from latentfs.core.streams import chunk_stream, is_batch_stream, row_batches
 from latentfs.inference.mixture.em import DEFAULT_REG_COVAR, _coords, criteria, entropy_of, fit_em
 from latentfs.inference.mixture.families import (
     CategoricalFamily,
@@ -228,22 +229,6 @@ def partial_fit_state(state: OnlineEMState, batch: Any) -> OnlineEMState:
     )
 
 
-def _is_batch_stream(X: Any) -> bool:
-    """An iterator, or a list/tuple of 2-D matrices (rather than one matrix given as nested lists)."""
-    if isinstance(X, Iterator):
-        return True
-    if isinstance(X, (list, tuple)) and X:
-        first = X[0]
-        return hasattr(first, "shape") and len(getattr(first, "shape", ())) == 2
-    return False
-
-
-def _orders(n: int, n_passes: int, shuffle: bool, seed: Any) -> Iterator[np.ndarray]:
-    rng = as_rng(seed)
-    for _ in range(n_passes):
-        yield rng.permutation(n) if shuffle else np.arange(n)
-
-
 def fit_online_em(
     model: Any,
     X: Any,
@@ -303,43 +288,26 @@ def fit_online_em(
     values: np.ndarray | None = None
     names: Any = None
     batches: Iterable[Any]
-    if _is_batch_stream(X):
-        if isinstance(X, Iterator) and n_passes != 1:
-            raise DataError(
-                f"n_passes must be 1 when X is an iterator (it can be read once); got {n_passes}. Pass a list of "
-                "chunks, or the matrix, to make several passes."
-            )
-        if isinstance(X, Iterator):
-            first = next(X, None)
-            if first is None:
-                raise DataError("X is an empty iterator of chunks; pass at least one chunk.")
-            batches = _chain_first(first, X)
-        else:
-            first = X[0]
-            batches = [b for _ in range(n_passes) for b in X]
+    if is_batch_stream(X):
+        first, batches = chunk_stream(X, n_passes)
         n_features = int(first.shape[1])
     elif is_dask_array(X):
         if X.ndim != 2:
             raise DataError(f"X must be a 2-D dask array (rows × features); got {X.ndim} dimension(s).")
         n_features = int(X.shape[1])
-        batches = (X[np.sort(o[lo: lo + batch_size])].compute()
-                   for o in _orders(int(X.shape[0]), n_passes, shuffle, seed) for lo in range(0, o.size, batch_size))
+        # each mini-batch of a dask array computed on its own: only one batch is ever in memory
+        batches = row_batches(int(X.shape[0]), batch_size, n_passes, shuffle, seed, lambda rows: X[rows].compute())
     else:
         data = model.check_data(X)
         values, names = data.values, data.feature_names
         n_features = values.shape[1]
-        batches = (values[np.sort(o[lo: lo + batch_size])]
-                   for o in _orders(values.shape[0], n_passes, shuffle, seed) for lo in range(0, o.size, batch_size))
+        rows_of = values
+        batches = row_batches(values.shape[0], batch_size, n_passes, shuffle, seed, lambda rows: rows_of[rows])
     state = online_em_init(model, n_features, tau0=tau0, kappa=kappa, seed=seed, reg_covar=reg_covar, init=init,
                            n_init=n_init, e_step=e_step, feature_names=names)
     for batch in batches:
         state = partial_fit_state(state, batch)
     return online_posterior(state, values)
-
-
-def _chain_first(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    yield first
-    yield from rest
 
 
 def online_posterior(state: OnlineEMState, X: Any = None) -> Posterior:
