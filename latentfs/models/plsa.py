@@ -60,6 +60,10 @@ def tokens_from_counts(X: Any) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.as_tensor(doc), torch.as_tensor(word)
 
 
+#: Floats of P(x | z) one simulation block may hold (2²⁴: 128 MiB in float64).
+_SIMULATE_BLOCK = 2**24
+
+
 class PLSA:
     """The PLSA aspect model with ``n_components`` aspects (module docstring).
 
@@ -150,11 +154,17 @@ class PLSA:
             topic_word = dist.Dirichlet(torch.full((self.n_components, J), b, dtype=dt)).sample()
             doc = torch.as_tensor(np.repeat(np.arange(I), lengths.astype(np.int64)))
             prior = torch.as_tensor(lengths / lengths.sum(), dtype=dt)
+            # The model's plate holds P(x | z) for every token, (tokens × J): run it over blocks of at most
+            # _SIMULATE_BLOCK / J tokens (one block on small corpora), so memory does not grow with tokens × J.
+            step = max(1, _SIMULATE_BLOCK // J)
+            words = []
             with torch.no_grad():
-                trace = poutine.trace(self.model).get_trace(
-                    doc, doc_prior=prior, doc_topic=doc_topic, topic_word=topic_word
-                )
-            word = np.asarray(trace.nodes["word"]["value"])
+                for lo in range(0, doc.shape[0], step):
+                    trace = poutine.trace(self.model).get_trace(
+                        doc[lo: lo + step], doc_prior=prior, doc_topic=doc_topic, topic_word=topic_word
+                    )
+                    words.append(np.asarray(trace.nodes["word"]["value"]))
+            word = np.concatenate(words) if words else np.zeros(0, dtype=np.int64)
         counts = sp.coo_matrix((np.ones(word.size), (doc.numpy(), word)), shape=(I, J)).toarray()
         return {"counts": counts, "doc_topic": doc_topic.numpy(), "topic_word": topic_word.numpy(),
                 "doc_prior": prior.numpy()}
