@@ -37,7 +37,6 @@ import torch
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
 from latentfs.core.driver import (
     OptimizerRun,
-    chain_generators,
     make_generator,
     run_optimizer,
     run_restarts,
@@ -1072,7 +1071,10 @@ def em_mixture_of_factor_analyzers(
 ) -> Posterior:
     """EM for a mixture of factor analysers with ``n_init`` restarts (best final log-likelihood kept).
 
-    Each restart starts from k-means++ seeds with principal axes per cluster (or from ``init``).
+    Each restart starts from k-means++ seeds with principal axes per cluster (or from ``init``), drawn from
+    a generator of its own (:func:`latentfs.inference.mixture.em.mixture_em_restarts`, the mixtures' EM
+    driver: the restarts may run in parallel, ``latentfs.chain_method("parallel")``, with the same result).
+    At most one ``ConvergenceWarning`` per fit.
     ``regularization`` floors the shared noise variances at that fraction of each column's variance.
 
     Returns
@@ -1115,17 +1117,18 @@ def em_mixture_of_factor_analyzers(
         stats, _, ll = mfa_estep(state, Xt)
         return mfa_mstep(stats, X2, n, floor), float(ll)
 
-    runs = []
-    for gen in chain_generators(seed, n_init):
-        start = init if init is not None else _mfa_init(values, K, q, gen)
-        start = MFAParams(*(torch.as_tensor(getattr(start, f), dtype=dtype, device=device)
-                            for f in ("weights", "means", "loadings", "noise_variance")))
-        runs.append(run_optimizer(start, step, max_iter=max_iter, tol=tol, desc="MFA em", progress=progress, warn=warn))
-        if init is not None or runs[-1].interrupted:  # Ctrl-C ends the whole fit, not just this start
-            break
-    # Indices, not list.index: comparing runs would compare the tensors they hold.
-    best_index = max(range(len(runs)), key=lambda i: runs[i].objective)
-    run = runs[best_index]
+    def start(gen: torch.Generator) -> MFAParams:
+        first = init if init is not None else _mfa_init(values, K, q, gen)
+        return MFAParams(*(torch.as_tensor(getattr(first, f), dtype=dtype, device=device)
+                           for f in ("weights", "means", "loadings", "noise_variance")))
+
+    # The mixtures' EM driver: start r from the r-th generator spawned from ``seed``, every start run to
+    # convergence, the best kept (near-ties to the earliest), one ConvergenceWarning per fit.
+    from latentfs.inference.mixture.em import mixture_em_restarts
+
+    restarts = mixture_em_restarts(start, step, n_init=1 if init is not None else n_init, seed=seed,
+                                   max_iter=max_iter, tol=tol, warn=warn, desc="MFA em", progress=progress)
+    run = restarts.run
     params: MFAParams = run.state
     logdens, _, Ez = mfa_component_log_density(params, Xt)
     joint = logdens + torch.log(params.weights)[None, :]
@@ -1147,8 +1150,7 @@ def em_mixture_of_factor_analyzers(
         trace=run.trace[None],
         fitted={k: {"family": "point", "value": v.cpu().numpy()} for k, v in fitted.items()},
         diagnostics={
-            "converged": bool(run.converged), "n_iter": int(run.n_iter), "log_likelihood": loglik,
-            "restart_log_likelihoods": [float(r.objective) for r in runs], "best_restart": best_index,
+            **restarts.diagnostics(), "log_likelihood": loglik,
             "n_parameters": int(n_free), "bic": float(-2 * loglik + n_free * math.log(n)),
             "seconds": time.perf_counter() - started, "observation_dim": "sample",
         },

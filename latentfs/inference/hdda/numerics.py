@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -46,8 +46,10 @@ from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 
 from latentfs.core.data import DataError, as_rng, check_choice, check_float
-from latentfs.core.driver import OptimizerRun, best_run, run_optimizer
 from latentfs.core.options import check_moments, check_options
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "DIMENSION_RULES",
@@ -909,7 +911,12 @@ class HDDCState:
 
 @dataclass
 class HDDCFit:
-    """Result of :func:`fit_hddc` (the best of the restarts)."""
+    """Result of :func:`fit_hddc` (the best of the restarts).
+
+    ``run_objectives`` holds the final log-likelihood of each restart that was not dropped;
+    ``restart_log_likelihoods`` that of every restart in order (−inf for a dropped one) and ``best_restart``
+    the index of the kept one in it.
+    """
 
     params: HDDAParams
     resp: np.ndarray
@@ -922,6 +929,9 @@ class HDDCFit:
     n_iter: int
     row_log_likelihood: np.ndarray
     run_objectives: list[float] = field(default_factory=list)
+    restart_log_likelihoods: list[float] = field(default_factory=list)
+    best_restart: int = 0
+    interrupted: bool = False
 
 
 def _m_step(
@@ -1026,11 +1036,14 @@ def fit_hddc(
     """HDDC by EM with restarts (Bouveyron, Girard & Schmid 2007, CSDA; digest §2.7).
 
     Each restart starts from ``init`` (``"kmeans"``, ``"kmeans++"``, ``"random"`` or a label vector; see
-    :data:`INITIALISATIONS`), iterates
-    :func:`hddc_em_step` through :func:`latentfs.core.driver.run_optimizer`, and the run with the
-    highest log-likelihood wins (:func:`~latentfs.core.driver.best_run`). Runs in which a cluster falls
-    below ``min_size`` points are dropped. With Cattell's rule inside EM the d_i may change between
-    iterations, so the likelihood need not increase monotonically; pass an int ``n_dims`` for monotone EM.
+    :data:`INITIALISATIONS`), drawn from a generator of its own spawned from ``seed``, and iterates
+    :func:`hddc_em_step`; the restarts go through the mixtures' EM driver
+    (:func:`latentfs.inference.mixture.em.mixture_em_restarts`: the run with the highest log-likelihood wins,
+    near-ties to the earliest, at most one ``ConvergenceWarning`` per fit, and the restarts may run in
+    parallel, ``latentfs.chain_method("parallel")``, with the same result). Runs in which a cluster falls
+    below ``min_size`` points are dropped; a DataError when every run is. With Cattell's rule inside EM the
+    d_i may change between iterations, so the likelihood need not increase monotonically; pass an int
+    ``n_dims`` for monotone EM.
 
     Examples
     --------
@@ -1046,7 +1059,6 @@ def fit_hddc(
     threshold = check_threshold(threshold)
     noise_ctrl = check_float("noise_ctrl", noise_ctrl, 0.0, 1.0, high_open=True,
                              remedy="noise_ctrl is a fraction of the largest eigenvalue; try 1e-8.")
-    rng = as_rng(seed)
     check_hdda_data(X)
     n = X.shape[0]
     total = _scatter(X, np.ones(n)) if spec.is_subspace and spec.dims == "d" and isinstance(n_dims, str) else None
@@ -1063,27 +1075,28 @@ def fit_hddc(
                 f"init labels must be {n} integers in 0..{n_components - 1} (one per row); got shape "
                 f"{init.shape}, dtype {init.dtype}. Pass integer cluster codes or init='kmeans'."
             )
-    runs: list[OptimizerRun] = []
-    failures: list[str] = []
-    for _ in range(1 if given else n_init):
-        resp0 = np.eye(n_components)[np.asarray(init)] if given else INITIALISATIONS[str(init)](X, n_components, rng)
-        try:
-            state = HDDCState(m_step(resp0), resp0)
-            run = run_optimizer(
-                state, lambda s: hddc_em_step(s, X, m_step, assign), max_iter=max_iter, tol=tol,
-                desc=f"HDDC {spec.name}", progress=progress, warn=warn,
-                remedies="raise max_iter, loosen tol, or fix n_dims to an int",
-            )
-        except DegenerateClusterError as exc:
-            failures.append(str(exc))
-            continue
-        runs.append(run)
-    if not runs:
+    def start(gen: torch.Generator) -> HDDCState:
+        resp0 = np.eye(n_components)[np.asarray(init)] if given else INITIALISATIONS[str(init)](X, n_components,
+                                                                                                 as_rng(gen))
+        return HDDCState(m_step(resp0), resp0)
+
+    # The mixtures' EM driver: start r drawn from the r-th generator spawned from ``seed`` (so the restarts may
+    # run in parallel), every start run to convergence, a start that loses a cluster dropped, the best kept,
+    # one ConvergenceWarning per fit.
+    from latentfs.inference.mixture.em import mixture_em_restarts
+
+    restarts = mixture_em_restarts(
+        start, partial(hddc_em_step, X=X, m_step=m_step, assign=assign), n_init=1 if given else n_init,
+        seed=seed, max_iter=max_iter, tol=tol, drop=(DegenerateClusterError,), warn=warn,
+        desc=f"HDDC {spec.name}", remedies="raise max_iter, loosen tol, fix n_dims to an int, or raise n_init",
+        progress=progress,
+    )
+    if restarts.all_dropped:
         raise DataError(
             f"n_components={n_components}: every HDDC run lost a cluster (fewer than {min_size} points; "
-            f"last: {failures[-1]}). Use fewer components, more restarts (n_init), or another init."
+            f"last: {restarts.dropped[-1]}). Use fewer components, more restarts (n_init), or another init."
         )
-    best = best_run(runs)
+    best = restarts.run
     params = best.state.params
     lj = log_joint(X, params)
     row = logsumexp(lj, axis=1)
@@ -1095,5 +1108,7 @@ def fit_hddc(
         params=params, resp=resp, log_likelihood=log_lik, n_parameters=nu,
         bic=criterion_value("bic", log_lik, nu, n), icl=criterion_value("icl", log_lik, nu, n, entropy),
         trace=best.trace, converged=best.converged, n_iter=best.n_iter, row_log_likelihood=row,
-        run_objectives=[r.objective for r in runs],
+        run_objectives=[r.objective for r in restarts.runs if "dropped" not in r.info],
+        restart_log_likelihoods=restarts.restart_log_likelihoods, best_restart=restarts.best_index,
+        interrupted=restarts.interrupted,
     )

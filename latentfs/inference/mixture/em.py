@@ -5,22 +5,25 @@ component parameters from τ-weighted sufficient statistics (Dempster, Laird & R
 observed-data log-likelihood ℓ = Σ_n log Σ_k η_k g_k(y_n) never decreases from one step to the next.
 
 This module is the driver: restarts, short runs, stopping, collapsed-component checks and the
-:class:`~latentfs.core.results.Posterior`. The numerics live in :mod:`~latentfs.inference.mixture.families`
-(component families, E/M steps) and the starting points in :mod:`~latentfs.inference.mixture.starts`;
-their public names are re-exported here.
+:class:`~latentfs.core.results.Posterior`. Its restart driver, :func:`mixture_em_restarts`, is the one EM
+driver of every mixture-like family (these mixtures, the mixture of factor analysers, HDDC). The numerics
+live in :mod:`~latentfs.inference.mixture.families` (component families, E/M steps) and the starting points
+in :mod:`~latentfs.inference.mixture.starts`; their public names are re-exported here.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from latentfs.core.data import DataError, check_float, check_int, check_seed
-from latentfs.core.driver import make_generator, run_optimizer
+from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
 from latentfs.core.registry import register
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
@@ -49,6 +52,7 @@ __all__ = [
     "COVARIANCE_M_STEPS",
     "CollapsedComponentWarning",
     "DEFAULT_REG_COVAR",
+    "EMRestarts",
     "FULL_E_STEPS",
     "INITIALISATIONS",
     "CategoricalFamily",
@@ -61,6 +65,7 @@ __all__ = [
     "gram_rows",
     "initial_responsibilities",
     "log_joint_components",
+    "mixture_em_restarts",
     "responsibilities",
     "sample_start",
     "scaled_reg",
@@ -231,6 +236,170 @@ def _complete(fam: Any, state: dict[str, Any], reg: Any) -> dict[str, Any]:
     return {"params": params, "resp": resp, "row_ll": row_ll}
 
 
+#: Starts whose log-likelihoods agree to this relative tolerance reached the same optimum (often in another
+#: labelling); the earlier start is kept, so that summation-order rounding (a sharded fit) picks the same.
+TIE_RTOL = 1e-9
+
+
+class _Rank:
+    """How :func:`mixture_em_restarts` ranks a run (``key=`` of :func:`~latentfs.core.driver.run_restarts`):
+    runs that are not degenerate first, then the log-likelihood; a later start replaces the one kept so far
+    only when its log-likelihood is higher by more than :data:`TIE_RTOL` (relative), so near-ties go to the
+    earlier start. (``max`` keeps its first item unless a later key compares greater, which is all that is
+    asked of this ordering.)"""
+
+    __slots__ = ("ok", "value")
+
+    def __init__(self, ok: bool, value: float) -> None:
+        self.ok, self.value = bool(ok), float(value)
+
+    def __gt__(self, other: _Rank) -> bool:
+        if self.ok != other.ok:
+            return self.ok
+        if not math.isfinite(other.value):
+            return self.value > other.value
+        return self.value > other.value + TIE_RTOL * max(abs(other.value), 1.0)
+
+    def __lt__(self, other: _Rank) -> bool:
+        return other > self
+
+
+@dataclass
+class EMRestarts:
+    """What :func:`mixture_em_restarts` returns.
+
+    Attributes
+    ----------
+    run : OptimizerRun
+        The kept run; with short runs its trace is the short run's followed by the continuation's, and
+        ``n_iter`` counts both.
+    runs : list of OptimizerRun
+        Every start's run (its short run when short runs are used), in start order; a dropped start
+        (``drop=``) has ``state=None``, an empty trace and ``info["dropped"]`` (the reason).
+    best_index : int
+        The start that was kept.
+    """
+
+    run: OptimizerRun
+    runs: list[OptimizerRun]
+    best_index: int
+
+    @property
+    def restart_log_likelihoods(self) -> list[float]:
+        """The log-likelihood each start reached (−inf for a dropped start)."""
+        return [float(r.objective) for r in self.runs]
+
+    @property
+    def dropped(self) -> list[str]:
+        """The reasons the dropped starts were dropped, in start order."""
+        return [str(r.info["dropped"]) for r in self.runs if "dropped" in r.info]
+
+    @property
+    def all_dropped(self) -> bool:
+        return len(self.dropped) == len(self.runs)
+
+    @property
+    def interrupted(self) -> bool:
+        return any(bool(r.interrupted) for r in self.runs) or bool(self.run.interrupted)
+
+    def diagnostics(self) -> dict[str, Any]:
+        """The diagnostics every mixture-like family reports: ``converged``, ``n_iter``, ``interrupted``,
+        ``restart_log_likelihoods`` and ``best_restart``."""
+        return {
+            "converged": bool(self.run.converged),
+            "n_iter": int(self.run.n_iter),
+            "interrupted": self.interrupted,
+            "restart_log_likelihoods": self.restart_log_likelihoods,
+            "best_restart": int(self.best_index),
+        }
+
+
+def _dropped_run(reason: str) -> OptimizerRun:
+    # A dropped start ends without running out of iterations: marked converged so that the restart loop
+    # never warns about it (it ranks last, and the family refuses the fit when every start is dropped).
+    return OptimizerRun(None, np.empty(0), converged=True, interrupted=False, n_iter=0, info={"dropped": reason})
+
+
+def mixture_em_restarts(
+    start: Callable[[torch.Generator], Any],
+    step: Callable[[Any], tuple[Any, float]],
+    *,
+    n_init: int,
+    seed: Any,
+    max_iter: int,
+    tol: float,
+    short_iter: int = 0,
+    short_tol: float = SHORT_RUN_TOL,
+    degenerate: Callable[[Any], bool] | None = None,
+    finish: Callable[[Any], Any] | None = None,
+    drop: tuple[type[BaseException], ...] = (),
+    warn: bool = True,
+    desc: str = "EM",
+    remedies: str = "raise max_iter, loosen tol, or raise n_init",
+    progress: bool | None = None,
+    callback: Callable[[int, Any, float], None] | None = None,
+) -> EMRestarts:
+    """The EM driver of the mixture-like families (Gaussian, latent class/profile, MFA, HDDC), in the spirit
+    of scikit-learn's ``BaseMixture``: the family supplies the math, this function the restarts.
+
+    Start ``r`` (r = 0 … ``n_init`` − 1) is ``start(generators[r])`` with ``generators =
+    chain_generators(seed, n_init)`` (:func:`~latentfs.core.driver.chain_generators`), so it depends only on
+    the seed and ``r``: the starts run one after another or, under ``latentfs.chain_method("parallel")``, in
+    worker processes, with the same result. Each start is iterated with ``step(state) -> (state, ℓ)``
+    (ℓ the log-likelihood at the state passed in) by :func:`~latentfs.core.driver.run_optimizer`, the starts
+    by :func:`~latentfs.core.driver.run_restarts`.
+
+    With ``short_iter > 0`` and several starts, each start gets a short run (``short_iter`` iterations or a
+    relative change below ``max(tol, short_tol)``) and only the best is continued to convergence (the "short
+    runs of EM" strategy of Biernacki, Celeux & Govaert 2003, CSDA 41); otherwise every start runs to
+    convergence. Runs are ranked by ``degenerate(state)`` (degenerate last) and then ℓ, near-ties
+    (:data:`TIE_RTOL`) going to the earlier start. An exception of a type in ``drop`` raised by a start or a
+    step of a start's (short) run drops that start (HDDC: a cluster lost its points); it ranks last, and
+    :attr:`EMRestarts.all_dropped` tells the family that nothing is left. ``finish(state)`` completes a
+    run's last state (e.g. a state stopped before its first step). At most one
+    :class:`~latentfs.core.driver.ConvergenceWarning` per fit, for the run kept.
+
+    Examples
+    --------
+    >>> import torch
+    >>> out = mixture_em_restarts(lambda g: float(torch.rand((), generator=g)), lambda x: (x / 2, -x),
+    ...                           n_init=3, seed=0, max_iter=100, tol=1e-9, warn=False, progress=False)
+    >>> len(out.runs), sorted(out.diagnostics())
+    (3, ['best_restart', 'converged', 'interrupted', 'n_iter', 'restart_log_likelihoods'])
+    """
+    n_init = int(n_init)
+    gens = chain_generators(seed, n_init)
+    short = n_init > 1 and short_iter > 0
+
+    def one_run(state: Any, iters: int, tolerance: float, warn_now: bool) -> OptimizerRun:
+        out = run_optimizer(state, step, max_iter=iters, tol=tolerance, desc=desc, progress=progress,
+                            warn=warn_now, remedies=remedies, callback=callback)
+        if finish is not None:
+            out.state = finish(out.state)
+        return out
+
+    def one(r: int) -> OptimizerRun:
+        iters, tolerance = (min(short_iter, max_iter), max(tol, short_tol)) if short else (max_iter, tol)
+        try:
+            return one_run(start(gens[r]), iters, tolerance, False)
+        except drop as exc:
+            return _dropped_run(str(exc))
+
+    def key(run: OptimizerRun) -> _Rank:
+        if "dropped" in run.info:
+            return _Rank(False, -math.inf)
+        return _Rank(degenerate is None or not degenerate(run.state), run.objective)
+
+    best, runs = run_restarts(n_init, one, warn=warn and not short, desc=desc, remedies=remedies, key=key)
+    best_index = int(best.info["restart"])
+    if short and not best.interrupted and "dropped" not in best.info:
+        # The winner of the short runs, continued to convergence: its own ConvergenceWarning (the only one).
+        more = one_run(best.state, max(max_iter - best.n_iter, 1), tol, warn)
+        best = OptimizerRun(more.state, np.concatenate([best.trace, more.trace]), more.converged,
+                            more.interrupted, best.n_iter + more.n_iter, {**best.info, **more.info})
+    return EMRestarts(best, runs, best_index)
+
+
 def fit_em(
     fam: Any,
     *,
@@ -254,7 +423,8 @@ def fit_em(
     starts every start gets a short EM run (``short_iter`` iterations or a relative change below 1e-4),
     and only the start with the highest log-likelihood after it is run to convergence (the "short runs of
     EM" strategy of Biernacki, Celeux & Govaert 2003); ``short_iter=0`` runs every start to convergence.
-    ``reg_covar`` times each column's variance is added to each variance (:func:`scaled_reg`).
+    The restarts are those of :func:`mixture_em_restarts`: start r is drawn from the r-th generator spawned
+    from ``seed``. ``reg_covar`` times each column's variance is added to each variance (:func:`scaled_reg`).
     With ``init_rows`` every start is computed on a seeded sample of that many rows (:func:`sample_start`).
     """
     max_iter, tol, seed = check_em_options(max_iter, tol, seed)
@@ -262,7 +432,6 @@ def fit_em(
     init_rows = check_init_rows(fam, init_rows)
     reg = scaled_reg(fam, reg_covar)
     n_starts = 1 if isinstance(init, dict) else _check_n_init(fam, n_init)
-    gen = make_generator(seed)
     desc = f"EM {type(fam.model).__name__}"
 
     def step(state: dict[str, Any]) -> tuple[dict[str, Any], float]:
@@ -272,17 +441,7 @@ def fit_em(
 
     report = None if callback is None else (lambda it, state, value: callback(it, state["params"], value))
 
-    def run(start: Any, iters: int, tolerance: float, warn_now: bool) -> Any:
-        out = run_optimizer(start, step, max_iter=iters, tol=tolerance, desc=desc, progress=progress,
-                            warn=warn_now, remedies="raise max_iter, loosen tol, or raise n_init", callback=report)
-        out.state = _complete(fam, out.state, reg)
-        return out
-
-    def rank(r: Any) -> tuple[bool, float]:
-        # Non-degenerate fits first, then the log-likelihood.
-        return (not collapsed_components(fam, r.state["params"], reg, reg_covar), r.objective)
-
-    def start(_: int) -> dict[str, Any]:
+    def start(gen: torch.Generator) -> dict[str, Any]:
         if isinstance(init, dict):
             params = initial_params(fam, init, gen, reg)
             resp, row_ll = fam.e_step(params)
@@ -292,56 +451,21 @@ def fit_em(
         return {"resp": initial_responsibilities(fam, init, gen, single=n_starts == 1)}
 
     try:
-        if n_starts == 1 or short_iter <= 0:
-            runs = _until_interrupted(lambda s0: run(s0, max_iter, tol, warn), start, n_starts)
-            best_index = _best_index([rank(r) for r in runs])
-            best = runs[best_index]
-        else:
-            runs = _until_interrupted(
-                lambda s0: run(s0, min(short_iter, max_iter), max(tol, SHORT_RUN_TOL), False), start, n_starts
-            )
-            best_index = _best_index([rank(r) for r in runs])
-            first = runs[best_index]
-            best = first
-            if not first.interrupted:
-                best = run(first.state, max(max_iter - first.n_iter, 1), tol, warn)
-                best.trace = np.concatenate([first.trace, best.trace])
-                best.n_iter += first.n_iter
+        out = mixture_em_restarts(
+            start, step, n_init=n_starts, seed=seed, max_iter=max_iter, tol=tol, short_iter=short_iter,
+            short_tol=SHORT_RUN_TOL, finish=lambda state: _complete(fam, state, reg),
+            degenerate=lambda state: bool(collapsed_components(fam, state["params"], reg, reg_covar)),
+            warn=warn, desc=desc, progress=progress, callback=report,
+        )
     except FloatingPointError as exc:
         raise DataError(
             f"{exc} The data may hold extreme values or near-duplicate rows: rescale the columns, raise "
             "reg_covar, or use fewer components."
         ) from None
-    state = best.state
-    return {"params": state["params"], "run": best, "runs": runs, "best_index": best_index, "resp": state["resp"],
-            "row_loglik": state["row_ll"], "reg": reg,
+    state = out.run.state
+    return {"params": state["params"], "run": out.run, "runs": out.runs, "best_index": out.best_index,
+            "restarts": out, "resp": state["resp"], "row_loglik": state["row_ll"], "reg": reg,
             "collapsed": collapsed_components(fam, state["params"], reg, reg_covar)}
-
-
-#: Starts whose log-likelihoods agree to this relative tolerance reached the same optimum (often in another
-#: labelling); the first of them is kept, so that summation-order rounding (a sharded fit) picks the same.
-TIE_RTOL = 1e-9
-
-
-def _best_index(ranks: list[tuple[bool, float]]) -> int:
-    """The start with the best (non-degenerate, log-likelihood) rank; near-ties (:data:`TIE_RTOL`) go to the
-    earliest start."""
-    top_ok, top = max(ranks)
-    for i, (ok, value) in enumerate(ranks):
-        if ok == top_ok and value >= top - TIE_RTOL * max(abs(top), 1.0):
-            return i
-    return ranks.index((top_ok, top))  # pragma: no cover - the maximum always qualifies
-
-
-def _until_interrupted(fit_one: Any, start: Any, n_starts: int) -> list[Any]:
-    """Runs from each start in turn (each start drawn just before its run); Ctrl-C in one run ends the
-    whole fit (no further starts)."""
-    runs = []
-    for i in range(n_starts):
-        runs.append(fit_one(start(i)))
-        if runs[-1].interrupted:
-            break
-    return runs
 
 
 def entropy_of(resp: Any) -> float:
@@ -485,11 +609,7 @@ def _em_engine(
         "n_parameters": n_params,
         "n_observations": fam.n,
         "entropy": entropy_of(out["resp"]),
-        "converged": bool(out["run"].converged),
-        "interrupted": any(bool(r.interrupted) for r in out["runs"]) or bool(out["run"].interrupted),
-        "n_iter": int(out["run"].n_iter),
-        "restart_log_likelihoods": [float(r.objective) for r in out["runs"]],
-        "best_restart": int(out["best_index"]),
+        **out["restarts"].diagnostics(),
         "observation_dim": "sample",
         "reg_covar": float(reg_covar),
         "collapsed": collapsed,
