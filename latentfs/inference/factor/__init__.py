@@ -1,6 +1,7 @@
 """Factor analysis and mixtures of factor analysers: the engines of :mod:`latentfs.models.factor`.
 
-* :mod:`~latentfs.inference.factor.em` EM (exact missing-data E-step) and MAP for FA, EM for MFA;
+* :mod:`~latentfs.inference.factor.em` EM (exact missing-data E-step) and MAP for FA;
+  :mod:`~latentfs.inference.factor.mfa` EM for mixtures of factor analysers;
   :mod:`~latentfs.inference.factor.gibbs` Gibbs for Bayesian FA;
 * :mod:`~latentfs.inference.factor.sharded` FA EM / MAP on a dask array (one task per row shard) and
   :func:`factor_scores` (lazy for a dask array);

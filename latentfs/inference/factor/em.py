@@ -43,26 +43,21 @@ from latentfs.core.driver import (
 )
 from latentfs.core.options import check_moments, check_options
 from latentfs.core.registry import register
-from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
-from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
+from latentfs.models.factor import FactorAnalysis, LoadingConstraints
 
 __all__ = [
     "HeywoodWarning",
     "FAParams",
     "FAData",
-    "MFAParams",
     "prepare_fa_data",
     "fa_estep",
     "factor_posterior",
     "fa_mstep",
     "fa_log_prior",
     "fa_initial_params",
-    "mfa_estep",
-    "mfa_mstep",
     "em_factor_analysis",
     "map_factor_analysis",
-    "em_mixture_of_factor_analyzers",
 ]
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -950,211 +945,3 @@ def map_factor_analysis(
     return _fit_fa(model, X, use_priors=True, method="map", seed=seed, max_iter=max_iter, tol=tol, init=init,
                    regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
                    use_moments=use_moments, acceleration=acceleration, n_init=n_init, callback=callback)
-
-
-# ---------------------------------------------------------------------------------------------- MFA
-@dataclass
-class MFAParams:
-    """Mixture-of-factor-analysers parameters (the EM state).
-
-    weights (K,) π_k; means (K, d) μ_k; loadings (K, d, q) W_k; noise_variance (d,) shared diag Λ.
-    """
-
-    weights: torch.Tensor
-    means: torch.Tensor
-    loadings: torch.Tensor
-    noise_variance: torch.Tensor
-
-
-def mfa_component_log_density(params: MFAParams, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """log N(y_n; μ_k, W_k W_k^t + Λ) (n, K), with V_k (K, q, q) and b_nk = W_k^t Λ^{-1}(y_n − μ_k) (n, K, q)."""
-    W, psi, mu = params.loadings, params.noise_variance, params.means
-    K, d, q = W.shape
-    Wp = W / psi[None, :, None]
-    M = torch.eye(q, dtype=W.dtype, device=W.device) + W.transpose(1, 2) @ Wp
-    L = torch.linalg.cholesky(M)
-    V = torch.cholesky_inverse(L)
-    b = torch.einsum("nd,kdq->nkq", X, Wp) - torch.einsum("kd,kdq->kq", mu, Wp)[None]
-    Vb = torch.einsum("kqr,nkr->nkq", V, b)
-    Xs = X / psi
-    quad = (Xs * X).sum(1)[:, None] - 2 * Xs @ mu.T + ((mu * mu) / psi).sum(1)[None, :] - (b * Vb).sum(-1)
-    logdet = 2 * torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1) + torch.log(psi).sum()
-    return -0.5 * (d * _LOG_2PI + logdet[None, :] + quad), V, Vb
-
-
-def mfa_estep(params: MFAParams, X: torch.Tensor) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
-    """Responsibilities h_nk and the weighted statistics of Ghahramani & Hinton (1996).
-
-    Returns statistics ``N`` (K,), ``A`` (K, d, q+1) = Σ_n h_nk y_n E[ũ|y_n,k]^t and ``B`` (K, q+1, q+1)
-    = Σ_n h_nk E[ũũ^t|y_n,k]; the responsibilities (n, K); and the log-likelihood.
-    """
-    logdens, V, Ez = mfa_component_log_density(params, X)
-    joint = logdens + torch.log(params.weights)[None, :]
-    norm = torch.logsumexp(joint, dim=1)
-    h = torch.exp(joint - norm[:, None])
-    n, K, q = Ez.shape
-    N = h.sum(0)
-    hEz = h[:, :, None] * Ez  # (n, K, q)
-    A = torch.cat([torch.einsum("nd,nkq->kdq", X, hEz), (h.T @ X)[:, :, None]], dim=2)
-    B = torch.empty(K, q + 1, q + 1, dtype=X.dtype, device=X.device)
-    B[:, :q, :q] = N[:, None, None] * V + torch.einsum("nkq,nkr->kqr", hEz, Ez)
-    s = hEz.sum(0)
-    B[:, :q, q] = s
-    B[:, q, :q] = s
-    B[:, q, q] = N
-    return {"N": N, "A": A, "B": B}, h, norm.sum()
-
-
-def mfa_mstep(stats: dict[str, torch.Tensor], X2sum: torch.Tensor, n: int, floor: torch.Tensor) -> MFAParams:
-    """W̃_k = A_k B_k^{-1}; Λ = diag(Σ y² − Σ_k W̃_k ∘ A_k)/N; π_k = N_k/N (Ghahramani & Hinton 1996)."""
-    B = stats["B"]
-    q1 = B.shape[-1]
-    # A component with (almost) no responsibility keeps a tiny ridge so its solve stays defined.
-    jitter = 1e-10 * torch.eye(q1, dtype=B.dtype, device=B.device) * (1.0 + stats["N"][:, None, None])
-    Wt = torch.linalg.solve(B + jitter, stats["A"].transpose(1, 2)).transpose(1, 2)  # (K, d, q+1)
-    psi = (X2sum - (Wt * stats["A"]).sum((0, 2))) / n
-    psi = torch.maximum(psi, floor)
-    weights = stats["N"] / n
-    return MFAParams(weights=weights, means=Wt[:, :, -1].contiguous(), loadings=Wt[:, :, :-1].contiguous(),
-                     noise_variance=psi)
-
-
-def _mfa_init(X: np.ndarray, K: int, q: int, gen: torch.Generator) -> MFAParams:
-    """k-means++ seeds, five Lloyd steps, then principal axes within each cluster."""
-    n, d = X.shape
-    rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, (1,), generator=gen).item()))
-    centres = [X[rng.integers(n)]]
-    for _ in range(1, K):
-        dist2 = np.min(((X[:, None, :] - np.array(centres)[None]) ** 2).sum(-1), axis=1)
-        centres.append(X[rng.choice(n, p=dist2 / dist2.sum()) if dist2.sum() > 0 else rng.integers(n)])
-    C = np.array(centres)
-    for _ in range(5):
-        lab = np.argmin(((X[:, None, :] - C[None]) ** 2).sum(-1), axis=1)
-        C = np.array([X[lab == k].mean(0) if (lab == k).any() else C[k] for k in range(K)])
-    lab = np.argmin(((X[:, None, :] - C[None]) ** 2).sum(-1), axis=1)
-    var = X.var(0)
-    W = np.zeros((K, d, q))
-    resid = np.zeros(d)
-    for k in range(K):
-        Xk = X[lab == k]
-        if Xk.shape[0] > 1:
-            cov = np.cov(Xk, rowvar=False, bias=True).reshape(d, d)
-            evals, evecs = np.linalg.eigh(cov)
-            evals, evecs = evals[::-1], evecs[:, ::-1]
-            m = min(q, d)
-            rest = evals[m:].mean() if m < d else 0.0
-            W[k, :, :m] = evecs[:, :m] * np.sqrt(np.maximum(evals[:m] - rest, 1e-3 * var.mean()))
-            resid += (np.diag(cov) - (W[k] ** 2).sum(1)) * Xk.shape[0]
-        else:
-            W[k] = 1e-2 * rng.standard_normal((d, q)) * np.sqrt(var)[:, None]
-    psi = np.maximum(resid / n, 0.05 * var)
-    pi = np.maximum(np.bincount(lab, minlength=K) / n, 1.0 / n)
-    t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=torch.float64)  # noqa: E731
-    return MFAParams(weights=t(pi / pi.sum()), means=t(C), loadings=t(W), noise_variance=t(psi))
-
-
-@register(MixtureOfFactorAnalyzers, "em")
-def em_mixture_of_factor_analyzers(
-    model: MixtureOfFactorAnalyzers,
-    X: Any,
-    *,
-    seed: Any = 0,
-    n_init: int = 3,
-    max_iter: int = 2000,
-    tol: float = 1e-8,
-    init: MFAParams | None = None,
-    regularization: float = 1e-6,
-    dtype: torch.dtype = torch.float64,
-    device: Any = "cpu",
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
-    """EM for a mixture of factor analysers with ``n_init`` restarts (best final log-likelihood kept).
-
-    Each restart starts from k-means++ seeds with principal axes per cluster (or from ``init``), drawn from
-    a generator of its own (:func:`latentfs.inference.mixture.em.mixture_em_restarts`, the mixtures' EM
-    driver: the restarts may run in parallel, ``latentfs.chain_method("parallel")``, with the same result).
-    At most one ``ConvergenceWarning`` per fit.
-    ``regularization`` floors the shared noise variances at that fraction of each column's variance.
-
-    Returns
-    -------
-    Posterior with point sites ``weights``, ``mean``, ``loadings``, ``noise_variance``; extras
-    ``responsibilities`` (n, K), ``factor_scores`` (n, K, q) = E[z|y_n, c=k] and the log-likelihood
-    of every restart.
-
-    Examples
-    --------
-    >>> import latentfs
-    >>> mfa = MixtureOfFactorAnalyzers(2, 1)
-    >>> W = np.array([[[1.0], [1.0], [0.0]], [[0.0], [1.0], [1.0]]])
-    >>> X = mfa.simulate(200, loadings=W, mean=[[0, 0, 0], [6, 6, 6]], noise_variance=0.1, seed=0)["data"]
-    >>> post = latentfs.fit(mfa, X, method="em", seed=0, n_init=2)
-    >>> sorted(np.round(post.mean("weights"), 1).tolist())
-    [0.5, 0.5]
-    """
-    started = time.perf_counter()
-    if not isinstance(model, MixtureOfFactorAnalyzers):
-        raise DataError(f"model must be a MixtureOfFactorAnalyzers; got {type(model).__name__}.")
-    seed, max_iter, tol, n_init, dtype, device = check_options(
-        seed=seed, max_iter=max_iter, tol=tol, n_init=n_init, dtype=dtype, device=device
-    )
-    matrix = as_continuous(X, missing="error", allow_constant=False, min_samples=2)
-    values = matrix.values
-    check_moments(values)
-    n, d = values.shape
-    K, q = model.n_components, model.n_factors
-    check_n_components(K, n, what=f"the number of samples, {n}")
-    check_n_components(q, d - 1 if d > 1 else 1, name="n_factors", what=f"one less than the number of features, {d}")
-    if isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1:
-        raise DataError(f"n_init must be a positive integer; got {n_init!r}.")
-    reg = float(check_positive(regularization, "regularization"))
-    Xt = torch.as_tensor(values, dtype=dtype, device=device)
-    X2 = (Xt * Xt).sum(0)
-    floor = torch.as_tensor(reg * values.var(0), dtype=dtype, device=device)
-
-    def step(state: MFAParams) -> tuple[MFAParams, float]:
-        stats, _, ll = mfa_estep(state, Xt)
-        return mfa_mstep(stats, X2, n, floor), float(ll)
-
-    def start(gen: torch.Generator) -> MFAParams:
-        first = init if init is not None else _mfa_init(values, K, q, gen)
-        return MFAParams(*(torch.as_tensor(getattr(first, f), dtype=dtype, device=device)
-                           for f in ("weights", "means", "loadings", "noise_variance")))
-
-    # The mixtures' EM driver: start r from the r-th generator spawned from ``seed``, every start run to
-    # convergence, the best kept (near-ties to the earliest), one ConvergenceWarning per fit.
-    from latentfs.inference.mixture.em import mixture_em_restarts
-
-    restarts = mixture_em_restarts(start, step, n_init=1 if init is not None else n_init, seed=seed,
-                                   max_iter=max_iter, tol=tol, warn=warn, desc="MFA em", progress=progress)
-    run = restarts.run
-    params: MFAParams = run.state
-    logdens, _, Ez = mfa_component_log_density(params, Xt)
-    joint = logdens + torch.log(params.weights)[None, :]
-    ll_rows = torch.logsumexp(joint, 1)
-    h = torch.exp(joint - ll_rows[:, None])
-    n_free = (K - 1) + K * d + K * (d * q - q * (q - 1) // 2) + d
-    loglik = float(ll_rows.sum())
-    fitted = {
-        "weights": params.weights, "mean": params.means, "loadings": params.loadings,
-        "noise_variance": params.noise_variance,
-    }
-    return Posterior(
-        model="MixtureOfFactorAnalyzers",
-        method="em",
-        dims={"weights": ("component",), "mean": ("component", "feature"),
-              "loadings": ("component", "feature", "factor"), "noise_variance": ("feature",)},
-        coords={"component": component_labels(K), "feature": list(matrix.feature_names),
-                "factor": [f"f{k}" for k in range(q)], "sample": list(matrix.sample_names)},
-        trace=run.trace[None],
-        fitted={k: {"family": "point", "value": v.cpu().numpy()} for k, v in fitted.items()},
-        diagnostics={
-            **restarts.diagnostics(), "log_likelihood": loglik,
-            "n_parameters": int(n_free), "bic": float(-2 * loglik + n_free * math.log(n)),
-            "seconds": time.perf_counter() - started, "observation_dim": "sample",
-        },
-        log_likelihood=ll_rows.cpu().numpy()[None, None, :],
-        extras={"responsibilities": h.cpu().numpy(), "factor_scores": Ez.cpu().numpy()},
-        hyperparameters=model.hyperparameters(),
-    )

@@ -206,7 +206,7 @@ class MixtureOfFactorAnalyzersClusterer(ClusterMixin, DensityMixin, LatentEstima
 
     def _log_joint_of(self, X: np.ndarray) -> torch.Tensor:
         """log π_k + log N(x_n | μ_k, W_k W_kᵀ + Λ), (n, K)."""
-        from latentfs.inference.factor.em import MFAParams, mfa_component_log_density
+        from latentfs.inference.factor.mfa import MFAParams, mfa_component_log_density
 
         t = lambda a: torch.tensor(np.asarray(a, dtype=np.float64))  # noqa: E731  (a copy: X may be read-only)
         params = MFAParams(

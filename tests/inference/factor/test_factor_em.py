@@ -11,6 +11,7 @@ import torch
 from pyro import poutine
 
 import latentfs.inference.factor.em as fem
+import latentfs.inference.factor.mfa as mfa_em
 from latentfs import fit
 from latentfs.core.data import DataError
 from latentfs.inference.factor.gibbs import procrustes_rotation
@@ -238,9 +239,9 @@ def _mfa_data(n=600, seed=0):
 def test_mfa_estep_matches_pyro_and_is_monotone():
     sim, W, mu = _mfa_data()
     X = torch.tensor(sim["data"])
-    params = fem.MFAParams(torch.tensor([0.5, 0.5]), torch.tensor(mu + 0.5), torch.tensor(W * 0.5),
+    params = mfa_em.MFAParams(torch.tensor([0.5, 0.5]), torch.tensor(mu + 0.5), torch.tensor(W * 0.5),
                            torch.full((6,), 0.5))
-    _, _, ll = fem.mfa_estep(params, X)
+    _, _, ll = mfa_em.mfa_estep(params, X)
     values = {"weights": params.weights, "mean": params.means, "loadings": params.loadings,
               "noise_variance": params.noise_variance}
     conditioned = poutine.condition(MixtureOfFactorAnalyzers(2, 1).model, values)
@@ -248,9 +249,9 @@ def test_mfa_estep_matches_pyro_and_is_monotone():
     assert float(ll) == pytest.approx(float(tr.log_prob_sum()), rel=1e-12)
     lls = []
     for _ in range(40):
-        stats, _, ll = fem.mfa_estep(params, X)
+        stats, _, ll = mfa_em.mfa_estep(params, X)
         lls.append(float(ll))
-        params = fem.mfa_mstep(stats, (X * X).sum(0), X.shape[0], torch.full((6,), 1e-10))
+        params = mfa_em.mfa_mstep(stats, (X * X).sum(0), X.shape[0], torch.full((6,), 1e-10))
     steps = np.diff(lls)
     assert (steps >= -1e-10 * np.abs(lls[1:])).all()
 
@@ -346,7 +347,7 @@ def test_error_options():
     with pytest.raises(DataError, match="model must be a FactorAnalysis"):
         fem.em_factor_analysis(MixtureOfFactorAnalyzers(1, 1), X)
     with pytest.raises(DataError, match="model must be a MixtureOfFactorAnalyzers"):
-        fem.em_mixture_of_factor_analyzers(fa, X)
+        mfa_em.em_mixture_of_factor_analyzers(fa, X)
     with pytest.raises(DataError, match=r"n_init must be an integer ≥ 1; got 0"):
         fit(MixtureOfFactorAnalyzers(2, 1), X, method="em", n_init=0)
     with pytest.raises(DataError, match="became singular during EM .* Heywood case.*regularization=1e-3"):
