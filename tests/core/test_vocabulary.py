@@ -186,7 +186,7 @@ def test_renamed_selector_parameters_are_used():
 
 # ---------------------------------------------------------------------------------------------- HDDC init
 def test_hddc_and_the_mixtures_share_one_init_vocabulary():
-    from latentfs.inference.hdda.numerics import INITIALISATIONS as HDDC_INITS
+    from latentfs.inference.hdda.hddc import INITIALISATIONS as HDDC_INITS
     from latentfs.inference.mixture.starts import INITIALISATIONS as MIXTURE_INITS
 
     assert set(HDDC_INITS) == set(MIXTURE_INITS) == {"kmeans", "kmeans++", "random"}

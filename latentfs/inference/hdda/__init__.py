@@ -1,7 +1,8 @@
 """High-dimensional discriminant analysis and clustering: the engines of :mod:`latentfs.models.hdda`.
 
 * :mod:`~latentfs.inference.hdda.numerics` the sub-model table, dimension choice, estimation and costs;
-  :mod:`~latentfs.inference.hdda.em` HDDC by EM;
+  :mod:`~latentfs.inference.hdda.hddc` HDDC by EM (restarts through the mixtures' EM driver) and
+  :mod:`~latentfs.inference.hdda.em` its engine for :func:`latentfs.fit`;
 * :mod:`~latentfs.inference.hdda.estimators` the :class:`HDDA` classifier and :class:`HDDC` clusterer;
 * :mod:`~latentfs.inference.hdda.weights` feature weights from the class subspaces.
 

@@ -1,7 +1,7 @@
 """The EM engine of :class:`latentfs.models.hdda.HDDAModel` (HDDC), registered as ``method="em"``.
 
 ``latentfs.fit(HDDAModel(k, n_dims=...), X, method="em", seed=0)`` clusters X with
-:func:`latentfs.inference.hdda.numerics.fit_hddc` and returns a :class:`~latentfs.core.results.Posterior` of
+:func:`latentfs.inference.hdda.hddc.fit_hddc` and returns a :class:`~latentfs.core.results.Posterior` of
 point estimates whose sites are those of the Pyro model (``weights``, ``means``, ``noise_variance``,
 ``signal_variance``, ``orientation``), zero-padded to d_max along the subspace axis.
 """
@@ -16,7 +16,7 @@ from latentfs.core.data import as_continuous, check_n_components
 from latentfs.core.registry import register
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
-from latentfs.inference.hdda.numerics import fit_hddc
+from latentfs.inference.hdda.hddc import fit_hddc
 from latentfs.models.hdda import HDDAModel
 
 __all__ = ["hddc_em"]
@@ -41,7 +41,7 @@ def hddc_em(
     """HDDC by EM (Bouveyron, Girard & Schmid 2007, CSDA) for ``model.submodel``.
 
     The dimensions are ``model.n_dims`` when set (EM is then monotone), else ``n_dims`` (default
-    ``"cattell"``, re-chosen at every M-step). Options as in :func:`latentfs.inference.hdda.numerics.fit_hddc`.
+    ``"cattell"``, re-chosen at every M-step). Options as in :func:`latentfs.inference.hdda.hddc.fit_hddc`.
 
     Examples
     --------

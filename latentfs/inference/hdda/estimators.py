@@ -29,6 +29,7 @@ from latentfs.core.data import (
 )
 from latentfs.core.estimator import match_columns
 from latentfs.inference.hdda import numerics as _numerics
+from latentfs.inference.hdda.hddc import fit_hddc
 
 __all__ = ["HDDA", "HDDC"]
 
@@ -306,7 +307,7 @@ class HDDC(ClusterMixin, _HDDBase):
         fits = {}
         for spec in num.resolve_submodels(self.model):
             for k in ks:
-                fit = num.fit_hddc(
+                fit = fit_hddc(
                     Xv, k, spec, self.n_dims, threshold=self.threshold, noise_ctrl=self.noise_ctrl,
                     init=self.init, n_init=n_init, max_iter=self.max_iter, tol=self.tol,
                     algorithm=self.algorithm, seed=rng,

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from latentfs.core.data import DataError
+from latentfs.inference.hdda import hddc
 from latentfs.inference.hdda import numerics as num
 
 LAMBDA_1 = np.array([9.0, 5.0, 1.2, 1.0, 0.8, 0.5])
@@ -196,18 +197,18 @@ def test_criterion_sign_convention():
 def test_hddc_em_is_monotone_with_fixed_dimensions(rng):
     X = np.vstack([rng.normal(size=(80, 10)) @ rng.normal(size=(10, 10)) + 4 * i for i in range(3)])
     for model in ("AkjBkQkDk", "ABQkD", "AkBQD"):
-        fit = num.fit_hddc(X, 3, model, 2, seed=0, n_init=1, init="random", tol=1e-10, max_iter=60, warn=False)
+        fit = hddc.fit_hddc(X, 3, model, 2, seed=0, n_init=1, init="random", tol=1e-10, max_iter=60, warn=False)
         assert fit.n_iter > 3
         assert np.all(np.diff(fit.trace) >= -1e-8 * np.abs(fit.trace[1:]))
 
 
 def test_hddc_cem_gives_hard_assignments_and_restarts_keep_best(rng):
     X = np.vstack([rng.normal(size=(50, 5)), rng.normal(size=(50, 5)) + 5])
-    fit = num.fit_hddc(X, 2, "AkBkQkD", 1, seed=1, n_init=3, algorithm="cem")
+    fit = hddc.fit_hddc(X, 2, "AkBkQkD", 1, seed=1, n_init=3, algorithm="cem")
     assert len(fit.run_objectives) == 3
     assert fit.log_likelihood >= max(fit.run_objectives) - 1e-6 * abs(fit.log_likelihood)
     labels = np.eye(2)[np.r_[np.zeros(50, int), np.ones(50, int)]].argmax(1)
-    fit2 = num.fit_hddc(X, 2, "AkBkQkD", 1, init=labels)
+    fit2 = hddc.fit_hddc(X, 2, "AkBkQkD", 1, init=labels)
     assert fit2.resp.argmax(1)[:50].std() == 0 and fit2.icl >= fit2.bic
 
 
@@ -236,12 +237,12 @@ def test_dimension_argument_errors(rng):
 def test_hddc_argument_errors(rng):
     X = rng.normal(size=(40, 3))
     with pytest.raises(DataError, match="algorithm must be one of"):
-        num.fit_hddc(X, 2, algorithm="sem")
+        hddc.fit_hddc(X, 2, algorithm="sem")
     with pytest.raises(DataError, match="init must be one of"):
-        num.fit_hddc(X, 2, init="param")
+        hddc.fit_hddc(X, 2, init="param")
     with pytest.raises(DataError, match=r"init labels must be 40 integers in 0\.\.1"):
-        num.fit_hddc(X, 2, "AkBkQkD", 1, init=np.r_[np.zeros(39, int), 2])
+        hddc.fit_hddc(X, 2, "AkBkQkD", 1, init=np.r_[np.zeros(39, int), 2])
     with pytest.raises(DataError, match="every HDDC run lost a cluster"):
-        num.fit_hddc(X, 2, "AkBkQkD", 1, init=np.r_[np.zeros(39, int), 1])
+        hddc.fit_hddc(X, 2, "AkBkQkD", 1, init=np.r_[np.zeros(39, int), 1])
     with pytest.raises(DataError, match="criterion must be one of"):
         num.criterion_value("aic", 0.0, 1, 10)

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 import latentfs
 from latentfs.core.data import DataError
 from latentfs.core.driver import ConvergenceWarning
-from latentfs.inference.hdda.numerics import DegenerateClusterError, fit_hddc
+from latentfs.inference.hdda.hddc import DegenerateClusterError, fit_hddc
 from latentfs.inference.mixture.em import mixture_em_restarts
 from latentfs.models.factor import MixtureOfFactorAnalyzers
 from latentfs.models.hdda import HDDAModel
