@@ -48,6 +48,7 @@ from scipy.sparse.linalg import LinearOperator, eigsh
 
 from latentfs.core.base import BaseSelector, require_y
 from latentfs.core.data import DataError, DataWarning, as_labels, check_n_components, check_positive
+from latentfs.core.driver import OptimizerRun, chain_generators, run_restarts
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.leverage import _Affine, _as_matrix, _column_moments, _rng
 
@@ -472,11 +473,19 @@ def q_alpha(X: Any, n_components: int = 2, *, variant: str = "power", init: Any 
         raise DataError(f"X needs at least 2 samples for Q-alpha; got {A.shape[0]}. Pass more samples.")
     k = _check_k(n_components, A.shape[0] + (0 if center else 1), A.shape[1])
     op = _row_preprocess(A, center, "X")
-    rng = _rng(seed)
-    runs = [_run_q_alpha(op, k, variant, init if r == 0 else "random", max_iter, float(tol), solver,
-                         laplacian_shift, rng, stop) for r in range(n_init)]
+    gens = chain_generators(seed, n_init)  # start r depends on (seed, r) only
+
+    def one(r: int) -> OptimizerRun:
+        res = _run_q_alpha(op, k, variant, init if r == 0 else "random", max_iter, float(tol), solver,
+                           laplacian_shift, _rng(gens[r]), stop)
+        return OptimizerRun(state=res, trace=np.array([float(res.objective)]), converged=bool(res.converged),
+                            interrupted=False, n_iter=int(res.n_iter))
+
+    # the driver's one restart loop; non-convergence is reported on the result (``converged``), as before
+    kept, all_runs = run_restarts(n_init, one, warn=False, desc="Q-alpha")
+    runs = [r.state for r in all_runs]
     objectives = tuple(float(r.objective) for r in runs)
-    best = runs[int(np.argmax(objectives))]
+    best = kept.state
     return QAlphaResult(best.alpha, best.Q, best.objective, best.n_iter, best.converged, best.history, objectives)
 
 

@@ -56,7 +56,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 
 from latentfs.core.base import ParamsAsDataError, check_fitted, check_X
 from latentfs.core.data import DataError
-from latentfs.core.driver import ConvergenceWarning
+from latentfs.core.driver import ConvergenceWarning, OptimizerRun, chain_generators, run_restarts
 from latentfs.core.options import as_rng, check_choice, check_float, check_int, check_seed
 from latentfs.core.weights import FeatureWeights
 
@@ -493,18 +493,21 @@ class InfoMaxProjection(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Tran
         if var <= 0:
             raise DataError("X has no variance: every row is the same after centring. Pass data that vary.")
         ridge = float(self.reg_covar) * var
-        rng = as_rng(self.seed)
         W_pca = pca_components(Xs, self.n_components)
         Xt = torch.as_tensor(Xs, dtype=torch.float64)
-        best: dict[str, Any] | None = None
-        finals = []
-        for _ in range(self.n_init):
+        gens = chain_generators(self.seed, self.n_init)  # start r depends on (seed, r) only
+
+        def one(r: int) -> OptimizerRun:
+            rng = as_rng(gens[r])
             W0 = W_pca if self.init == "pca" else _orthonormalise(rng.standard_normal((self.n_components, D)))
             run = self._fit_one(Xt, W0, rng, ridge)
-            finals.append(run["trace"][-1])
-            if best is None or run["trace"][-1] > best["trace"][-1]:
-                best = run
-        assert best is not None
+            return OptimizerRun(state=run, trace=np.asarray(run["trace"], dtype=np.float64),
+                                converged=bool(run["converged"]), interrupted=False, n_iter=len(run["trace"]) - 1)
+
+        # the driver's one restart loop (the convergence warning below is this estimator's own)
+        kept, runs = run_restarts(self.n_init, one, warn=False, desc="InfoMaxProjection")
+        best: dict[str, Any] = kept.state
+        finals = [r.objective for r in runs]
         self.components_ = best["W"]
         self.aux_coef_ = best["V"]
         self.aux_intercept_ = best["b"]
