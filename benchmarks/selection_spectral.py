@@ -103,6 +103,11 @@ def bench_nci60(repeats: int) -> None:
     top = np.argsort(-res.alpha)[:100]
     row("Q-alpha (unsupervised)", t_q, m_q, f"iters={res.n_iter} converged={res.converged} "
         f"LOO err={loo_err(top):.3f} min alpha={res.alpha.min():.1e}")
+    from latentfs.select import QAlpha
+
+    t_d, m_d, sel = measure(lambda: QAlpha(100).fit(X), repeats)
+    row("QAlpha(100).fit, defaults (the whole call)", t_d, m_d,
+        f"LOO err={loo_err(sel.get_support(indices=True)):.3f}", t_q)
     t_q2, m_q2, res2 = measure(lambda: q_alpha(X, 6, tol=1e-4, max_iter=300), repeats)
     row("Q-alpha (unsupervised, tol=1e-4)", t_q2, m_q2, f"iters={res2.n_iter} "
         f"LOO err={loo_err(np.argsort(-res2.alpha)[:100]):.3f}", t_q)
