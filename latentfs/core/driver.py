@@ -138,11 +138,15 @@ def run_optimizer(
     warn: bool = True,
     remedies: str = "raise max_iter, loosen tol, or try another initialisation",
     callback: Callable[[int, Any, float], None] | None = None,
+    settled: Callable[[Any], bool] | None = None,
 ) -> OptimizerRun:
     """Iterate ``step`` until the relative change of the objective is below ``tol``.
 
-    Convergence is declared when ``|f_t - f_{t-1}| <= tol * |f_t|``. Ctrl-C stops the loop and returns the
-    state reached so far (with an :class:`InterruptedFitWarning`).
+    Convergence is declared when ``|f_t - f_{t-1}| <= tol * |f_t|`` and, when ``settled`` is given,
+    ``settled(state)`` holds: an engine passes it to refuse a stop where the objective only *looks*
+    converged, such as the slow plateau near a symmetric saddle (every component alike) that a fit from a
+    near-uniform start crosses before the components separate. Ctrl-C stops the loop and returns the state
+    reached so far (with an :class:`InterruptedFitWarning`).
     """
     trace: list[float] = []
     converged = interrupted = False
@@ -164,7 +168,7 @@ def run_optimizer(
             if it >= 1:
                 change = abs(trace[-1] - trace[-2]) / max(abs(trace[-1]), 1e-300)
                 bar.set_postfix(objective=f"{value:.6g}", rel_change=f"{change:.2e}", refresh=False)
-                if it + 1 >= min_iter and change <= tol:
+                if it + 1 >= min_iter and change <= tol and (settled is None or settled(state)):
                     converged = True
                     break
     except KeyboardInterrupt:
