@@ -260,14 +260,15 @@ def open_shards(path: str | os.PathLike[str]) -> Any:
     >>> import tempfile
     >>> import scipy.sparse as sp
     >>> corpus = sp.random(10, 4, density=0.5, format="csr", random_state=0)
-    >>> folder = tempfile.mkdtemp()
-    >>> [p.name for p in save_shards(corpus, folder, rows_per_shard=4)]
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> [p.name for p in save_shards(corpus, folder.name, rows_per_shard=4)]
     ['shard-000000.npz', 'shard-000001.npz', 'shard-000002.npz']
-    >>> X = open_shards(folder)
+    >>> X = open_shards(folder.name)
     >>> X.shape, X.chunks
     ((10, 4), ((4, 4, 2), (4,)))
-    >>> bool((X.compute() != corpus).nnz == 0)
+    >>> bool((X.compute(scheduler="synchronous") != corpus).nnz == 0)
     True
+    >>> folder.cleanup()
     """
     require_dask()
     import dask
