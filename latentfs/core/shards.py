@@ -39,6 +39,7 @@ __all__ = [
     "row_shards",
     "save_shards",
     "shard_task",
+    "tree_sum",
 ]
 
 DASK_EXTRA = 'pip install "latentfs[dask]"'
@@ -134,6 +135,20 @@ def persist(objs: Sequence[Any]) -> list[Any]:
     """``dask.persist``: each result stays where it was computed (on a worker under a distributed Client)."""
     dask = require_dask()
     return list(dask.persist(*objs))
+
+
+def _add(a: Any, b: Any) -> Any:
+    return a + b
+
+
+def tree_sum(parts: Sequence[Any]) -> Any:
+    """The sum of delayed ``parts`` as a binary tree of tasks: on a cluster the additions run on the
+    workers, next to the parts, and only the total travels to the driver (not one copy per shard)."""
+    add = delayed(_add, pure=True)
+    level = list(parts)
+    while len(level) > 1:
+        level = [add(level[i], level[i + 1]) if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
+    return level[0]
 
 
 def distributed_client() -> Any:

@@ -806,12 +806,14 @@ def _fit_vb_dask(
                       theta_update, inner_iters, bound_at)
                 for i, (p, a, lo, hi) in enumerate(zip(prepared, s.doc_shape, starts, stops, strict=True))
             ]
-            # each shard's result stays where it was computed; only S and the bound come to the driver
-            done = shards.persist(outs)
-            stats_parts, bound_parts = shards.compute([o[0] for o in done], [o[1] for o in done])
-            kept_outs = [o[2] for o in done]  # new shapes stay with their shard
-            stats = torch.as_tensor(np.sum(np.stack(stats_parts), axis=0), dtype=dtype, device=device)
-            bound = float(np.sum(bound_parts))
+            # the new shapes stay with their shard (persisted on its own: the shard's S is not kept with it); S
+            # and the bounds are summed in a tree of tasks on the workers and only the totals reach the driver
+            *kept_outs, stats_total, bound_total = shards.persist(
+                [o[2] for o in outs] + [shards.tree_sum([o[0] for o in outs]), shards.tree_sum([o[1] for o in outs])]
+            )
+            stats_np, bound_value = shards.compute(stats_total, bound_total)
+            stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
+            bound = float(bound_value)
             objective = bound + float(theta_objective(s.topic_word, hyper["gamma"], theta_update))
             bounds.append(bound)
             theta = _theta_from_stats(stats, hyper["gamma"], theta_update, groups)
@@ -835,8 +837,8 @@ def _fit_vb_dask(
         fin(_shard_final, i, lo, hi, p, a, model, theta_key, hyper_np, theta_update)
         for i, (p, a, lo, hi) in enumerate(zip(prepared, final.doc_shape, starts, stops, strict=True))
     ]
-    stats_parts, a_parts = shards.compute([o[0] for o in outs], [o[1] for o in outs])
-    stats = torch.as_tensor(np.sum(np.stack(stats_parts), axis=0), dtype=dtype, device=device)
+    stats_np, a_parts = shards.compute(shards.tree_sum([o[0] for o in outs]), [o[1] for o in outs])
+    stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
     a_all = torch.as_tensor(np.concatenate(a_parts), dtype=dtype, device=device)
     run.state = VBState(doc_shape=a_all, topic_word=final.topic_word)
     dims: dict[str, tuple[str, ...]] = {

@@ -202,14 +202,18 @@ def fit_plsa_dask(
                 return s, doc_term + float(np.sum(parts))
             beta = stopper.beta if stopper is not None else 1.0
             outs = [step_task(_shard_step, i, lo, hi, p, m, theta_key, beta) for i, (p, m, lo, hi) in args]
-            done = shards.persist(outs)  # each shard's new P(z | d) stays where it was computed
-            counts, conds = shards.compute([o[0] for o in done], [o[1] for o in done])
-            theta = theta_simplex(torch.as_tensor(np.sum(np.stack(counts), axis=0), dtype=dtype, device=device))
-            new: Any = ShardedPLSAState([o[2] for o in done], theta)
+            # each shard's new P(z | d) stays where it was computed (persisted on its own); the word–aspect
+            # counts and log-likelihoods are summed in a tree of tasks and only the totals reach the driver
+            *latent, counts_total, cond_total = shards.persist(
+                [o[2] for o in outs] + [shards.tree_sum([o[0] for o in outs]), shards.tree_sum([o[1] for o in outs])]
+            )
+            counts, cond = shards.compute(counts_total, cond_total)
+            theta = theta_simplex(torch.as_tensor(counts, dtype=dtype, device=device))
+            new: Any = ShardedPLSAState(latent, theta)
             if stopper is not None:
                 new = stopper.after(it[0], new)
             it[0] += 1
-            return new, doc_term + float(np.sum(conds))
+            return new, doc_term + float(cond)
 
         run = run_optimizer(state, step, max_iter=max_iter, tol=0.0 if stopper else tol, min_iter=2,
                             desc="PLSA " + ("TEM" if tempered else "EM") + " (dask)", progress=progress, warn=False)
