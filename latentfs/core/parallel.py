@@ -14,7 +14,8 @@ What differs from ``"sequential"``:
 * Ctrl-C reaches the worker processes too (they share the terminal's process group); each returns the
   draws it had made, as the sequential loop does. A chain on a remote cluster cannot be interrupted: it is
   cancelled, and the chains that had finished are kept;
-* each local worker runs torch and BLAS with ``torch.get_num_threads() // workers`` threads (at least one).
+* on the local pool the first chain (restart) runs in the calling process while the others run in workers;
+* each local worker runs torch and BLAS with ``torch.get_num_threads() // (workers + 1)`` threads (at least one).
   Bit-for-bit equality with the sequential loop holds when both run with the same number of threads (one
   thread in the calling process gives one in each worker); otherwise sums may be reduced in another order.
 """
@@ -93,9 +94,13 @@ def _reraise(records: list[Any], seen: set[tuple[Any, str]]) -> None:
 def run_tasks(
     fn: Callable[..., Any], args: Sequence[tuple[Any, ...]], on_done: Callable[[int, Any], None]
 ) -> bool:
-    """Run ``fn(*args[i])`` for every i in other processes; call ``on_done(i, result)`` in this process as
-    each finishes (in any order). Returns True when Ctrl-C ended the wait: the tasks that had returned (local
-    workers return what they had when interrupted) have been passed to ``on_done``, the others are cancelled.
+    """Run ``fn(*args[i])`` for every i; call ``on_done(i, result)`` in this process as each finishes (in any
+    order). Returns True when Ctrl-C ended the wait: the tasks that had returned (local workers return what
+    they had when interrupted) have been passed to ``on_done``, the others are cancelled.
+
+    On the local worker pool, task 0 runs in this process while the others run in workers: this process
+    would otherwise only wait, and a worker's start (a new Python importing torch and latentfs, a few
+    seconds) then overlaps task 0 instead of delaying every task. On a Dask cluster every task goes to it.
     """
     from latentfs.core.shards import distributed_client
 
@@ -105,15 +110,27 @@ def run_tasks(
         return _run_on_client(client, fn, args, on_done, seen)
     from joblib.externals.loky import get_reusable_executor
 
-    workers = max(1, min(len(args), _cores()))
+    workers = max(1, min(len(args) - 1, _cores()))
     import torch
 
-    threads = max(1, torch.get_num_threads() // workers)
+    threads = max(1, torch.get_num_threads() // (workers + 1))
     executor = get_reusable_executor(max_workers=workers, timeout=_IDLE_TIMEOUT)
-    futures = {executor.submit(_in_worker, fn, a, threads): i for i, a in enumerate(args)}
+    futures = {executor.submit(_in_worker, fn, a, threads): i for i, a in enumerate(args) if i > 0}
     pending = set(futures)
     interrupted = False
     from concurrent.futures import FIRST_COMPLETED, wait
+
+    try:  # task 0 here (it returns what it has on Ctrl-C, as the workers do)
+        out, records = _in_worker(fn, args[0], 0)
+        _reraise(records, seen)
+        on_done(0, out)
+    except KeyboardInterrupt:
+        interrupted = True
+    if interrupted:  # Ctrl-C outside the task's own loop: collect what the workers return, briefly
+        done, pending = wait(pending, timeout=30)
+        for f in pending:
+            f.cancel()
+        pending = set(done)
 
     while pending:
         try:
