@@ -552,6 +552,7 @@ def as_continuous(
     feature_names: Sequence[str] | None = None,
     min_samples: int = 1,
     allow_constant: bool = True,
+    row_shard: bool = False,
 ) -> ContinuousMatrix:
     """Validate a samples × features real matrix (dense float64 copy).
 
@@ -560,7 +561,9 @@ def as_continuous(
     (use the selectors' sparse paths to avoid that). ``allow_constant=False`` rejects zero-variance
     columns, naming them. A masked array is refused when ``missing="error"``; with ``missing="allow"`` its
     masked entries become NaN (missing). ``sample_names``/``feature_names`` work with any container and
-    must be unique; a :class:`ContinuousMatrix` passed in keeps its names.
+    must be unique; a :class:`ContinuousMatrix` passed in keeps its names. ``row_shard=True`` validates one
+    row shard of a larger matrix (a dask chunk, a mini-batch): the column that is entirely missing here may
+    be observed in another shard, so that check is left to the caller, who sees every shard.
 
     Examples
     --------
@@ -599,7 +602,7 @@ def as_continuous(
                 f"{name} has rows that are entirely missing (rows {rows[:5].tolist()}). "
                 "Drop them: they carry no information."
             )
-        cols = np.flatnonzero(nan.all(axis=0))
+        cols = np.flatnonzero(nan.all(axis=0)) if not row_shard else np.zeros(0, dtype=np.int64)
         if cols.size:
             raise DataError(
                 f"{name} has columns that are entirely missing (columns {cols[:5].tolist()}). "

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 
 from latentfs.core.data import DataError, as_continuous, check_positive
@@ -65,14 +64,7 @@ def _shard_values(block: Any) -> np.ndarray:
     A column missing throughout one shard is allowed here (only a column missing in every shard is an
     error, checked on the driver); constant columns are checked on the driver too.
     """
-    try:
-        arr = np.asarray(block.toarray() if sp.issparse(block) else block, dtype=np.float64)
-    except (TypeError, ValueError):
-        arr = None
-    if arr is None or arr.ndim != 2 or arr.size == 0 or not np.isnan(arr).all(0).any():
-        arr = as_continuous(block, missing="allow").values
-    elif np.isinf(arr).any() or np.isnan(arr).all(1).any():
-        as_continuous(block, missing="allow")  # raises with the row or entry named
+    arr = as_continuous(block, missing="allow", row_shard=True).values
     check_moments(arr)
     return arr
 

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from latentfs.core import shards
-from latentfs.core.data import DataError
+from latentfs.core.data import DataError, as_continuous
 from latentfs.inference.mixture.families import (
     CategoricalFamily,
     GaussianFamily,
@@ -58,33 +58,14 @@ def validate_rows(model: Any, block: Any, *, name: str = "X") -> np.ndarray:
     ``check_data``: finite values, NaN only where the model allows missing entries (and no row entirely
     missing), item codes 0..S_i−1 for latent class models. Column-wise checks (constant or entirely missing
     columns, at least K rows) need every row and are made by the caller."""
-    import scipy.sparse as sp
-
-    if sp.issparse(block):
-        block = block.toarray()
-    arr = np.asarray(block)
-    if arr.dtype.kind not in "biuf":
-        raise DataError(f"{name} must be numeric; got an array of dtype {arr.dtype}. Pass real numbers.")
-    v = np.array(arr, dtype=np.float64, copy=True)
-    if v.ndim != 2 or v.shape[0] == 0:
-        raise DataError(f"{name} must be a non-empty 2-D array of rows; got shape {v.shape}.")
-    if np.isinf(v).any():
-        r, c = np.argwhere(np.isinf(v))[0]
-        raise DataError(f"{name} must be finite; row {r} column {c} holds {v[r, c]}. Replace infinite values.")
+    v = as_continuous(block, name=name, missing="allow", row_shard=True).values
     nan = np.isnan(v)
-    if nan.any():
-        if not getattr(model, "allows_missing", False):
-            r, c = np.argwhere(nan)[0]
-            raise DataError(
-                f"{name} must not contain NaN for this model; row {r} column {c} is NaN. Impute or drop the "
-                "missing values, or use a diagonal covariance type (they integrate missing entries out)."
-            )
-        rows = np.flatnonzero(nan.all(axis=1))
-        if rows.size:
-            raise DataError(
-                f"{name} has rows that are entirely missing (rows {rows[:5].tolist()}). Drop them: they carry no "
-                "information."
-            )
+    if nan.any() and not getattr(model, "allows_missing", False):
+        r, c = np.argwhere(nan)[0]
+        raise DataError(
+            f"{name} must not contain NaN for this model; row {r} column {c} is NaN. Impute or drop the "
+            "missing values, or use a diagonal covariance type (they integrate missing entries out)."
+        )
     if isinstance(model, LatentClass):
         obs = ~nan
         levels = model.levels(v.shape[1])
