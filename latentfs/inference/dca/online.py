@@ -2,9 +2,9 @@
 allocation", Algorithm 2).
 
 Mini-batches B_t of documents arrive one after another. For each, the documents' shapes a are fitted with
-Θ fixed (:func:`latentfs.inference.dca.vb.converge_documents`, from the restart α + L/K), the batch's Θ
-statistics S_B (:func:`latentfs.inference.dca.vb.theta_stats`, the same additive statistics as batch VB)
-are scaled to the corpus, and q(Θ)'s parameters move part of the way:
+Θ fixed (:func:`latentfs.inference.dca.vb.documents_at_theta`, from the restart α + L/K; each document stops
+as soon as its own shapes have converged), the batch's Θ statistics S_B (the same additive statistics as
+batch VB) are scaled to the corpus, and q(Θ)'s parameters move part of the way:
 
     λ̂ = γ + (D / |B_t|) S_B,        λ ← (1 − ρ_t) λ + ρ_t λ̂,        ρ_t = (τ0 + t)^(−κ)
 
@@ -38,15 +38,7 @@ from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.core.streams import chunk_stream, is_batch_stream, row_batches
 from latentfs.inference.dca.common import hyper_tensors, prepare, resolve_model
-from latentfs.inference.dca.vb import (
-    converge_documents,
-    expected_log_doc,
-    expected_log_theta,
-    init_topic_word,
-    restart_shape,
-    theta_stats,
-    vb_doc_bound,
-)
+from latentfs.inference.dca.vb import converge_documents, documents_at_theta, init_topic_word, restart_shape
 from latentfs.models.dca import DirichletDCA
 
 __all__ = ["OnlineVBState", "online_vb_init", "partial_fit_state", "fit_online_vb", "online_posterior"]
@@ -180,14 +172,10 @@ def partial_fit_state(state: OnlineVBState, batch: Any) -> OnlineVBState:
         lam = init_topic_word(model, data.n_features, tokens, gen, "full", dtype=data.dtype, device=data.device)
     theta = lam if state.theta_update == "full" else lam / lam.sum(-1, keepdim=True)
     a0 = restart_shape(model, hyper["alpha"], data.doc_lengths)
-    a = converge_documents(
+    a, stats, doc_bounds = documents_at_theta(
         model, data, a0, theta, hyper, state.theta_update, max_iter=state.doc_max_iter, tol=state.doc_tol
     )
-    stats = theta_stats(model, data, a, theta, hyper, state.theta_update)
-    elog_doc = expected_log_doc(model, a, hyper)
-    exp_theta = torch.exp(expected_log_theta(theta, state.theta_update))
-    z = data.rates_at_nonzeros(torch.exp(elog_doc), exp_theta)
-    bound = float(vb_doc_bound(model, data, a, elog_doc, torch.log(z), hyper).sum() / data.doc_lengths.sum())
+    bound = float(doc_bounds.sum() / data.doc_lengths.sum())
     rho = state.step_size()
     lam_hat = hyper["gamma"] + scale * stats  # Hoffman et al. (2010), Algorithm 2
     new = (1 - rho) * lam + rho * lam_hat

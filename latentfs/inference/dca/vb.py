@@ -44,6 +44,7 @@ from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
+from latentfs.inference.dca import vb_kernels
 from latentfs.inference.dca.common import (
     DCAData,
     DCAModel,
@@ -109,8 +110,20 @@ def vb_doc_bound(
 
     ``log_z`` holds log Z_j at each non-zero, Z_j = Σ_k θ_{jk} exp E[log latent_k].
     """
-    alpha = hyper["alpha"]
     words = torch.zeros_like(data.doc_lengths).index_add_(0, data.doc, data.values * log_z)  # Σ_j w_j log Z_j
+    return doc_bound_from_words(model, data, a, elog_doc, words, hyper)
+
+
+def doc_bound_from_words(
+    model: DCAModel,
+    data: DCAData,
+    a: torch.Tensor,
+    elog_doc: torch.Tensor,
+    words: torch.Tensor,
+    hyper: dict[str, torch.Tensor],
+) -> torch.Tensor:
+    """:func:`vb_doc_bound` given each document's Σ_j w_j log Z_j (``words``, (I,))."""
+    alpha = hyper["alpha"]
     shift = ((alpha - a) * elog_doc).sum(-1)  # Σ_k (α_k − a_k) E[log latent_k]
     if isinstance(model, DirichletDCA):
         coef = log_length_factorials(model, data) - data.log_factorials  # log C(L; w), per group when grouped
@@ -138,6 +151,52 @@ def theta_objective(topic_word: torch.Tensor, gamma: torch.Tensor, theta_update:
     prior = torch.lgamma(gamma.sum()) - torch.lgamma(gamma).sum()
     q_norm = torch.lgamma(lam.sum(-1)) - torch.lgamma(lam).sum(-1)
     return (prior - q_norm).sum() + ((gamma - lam) * elog).sum()
+
+
+#: Work per cycle (stored non-zeros × components) from which ``n_threads=None`` uses several threads: below
+#: it a cycle takes a few milliseconds and starting threads costs a noticeable share of it.
+THREADED_WORK = 2_000_000
+
+
+def vb_threads(n_threads: int | None, data: DCAData, n_components: int) -> int:
+    """The number of threads ``n_threads`` (None: automatic, see :func:`fit_vb`) means for these data."""
+    if n_threads is not None:
+        return int(n_threads)
+    if not compiled_updates(data) or data.values.shape[0] * n_components < THREADED_WORK:
+        return 1
+    return max(1, int(torch.get_num_threads()))
+
+
+def compiled_updates(data: DCAData) -> bool:
+    """Whether the document updates run in the compiled CPU kernel (:mod:`.vb_kernels`)."""
+    return data.device.type == "cpu" and data.dtype in (torch.float32, torch.float64)
+
+
+def _compiled_pass(
+    model: DCAModel,
+    data: DCAData,
+    a: torch.Tensor,
+    exp_theta: torch.Tensor,
+    hyper: dict[str, torch.Tensor],
+    *,
+    max_updates: int,
+    tol: float = 0.0,
+    bound_at: int = -1,
+    stats_at: int = -1,
+    n_threads: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`latentfs.inference.dca.vb_kernels.doc_updates` on torch CPU tensors: (a, a at the bound, Σ_j w_j
+    log Z_j per document, S transposed (J, K) or an empty tensor, updates per document)."""
+    dtype = a.dtype
+    log_rate = None if isinstance(model, DirichletDCA) else torch.log1p(hyper["beta"]).to(dtype).contiguous().numpy()
+    a_out, a_bound, words, stats_t, n_updates = vb_kernels.doc_updates(
+        data.crow.numpy(), data.col.numpy(), data.values.numpy(), exp_theta.T.contiguous().numpy(),
+        hyper["alpha"].expand(a.shape[-1]).contiguous().numpy(), log_rate, a.contiguous().numpy(),
+        max_updates=max_updates, tol=tol, bound_at=bound_at, stats_at=stats_at, n_threads=n_threads,
+    )
+    empty = torch.empty(0, dtype=dtype)
+    return (torch.from_numpy(a_out), torch.from_numpy(a_bound), torch.from_numpy(words),
+            empty if stats_t is None else torch.from_numpy(stats_t), torch.from_numpy(n_updates))
 
 
 def vb_init(model: DCAModel, data: DCAData, generator: torch.Generator, theta_update: str) -> VBState:
@@ -218,16 +277,27 @@ def vb_estep(
     theta_update: str,
     inner_iters: int = 1,
     bound_at: str = "input",
+    n_threads: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The document half of a cycle on one shard of documents: ``inner_iters`` updates of their shapes ``a``.
 
     Returns (S, bound, new a): the Θ statistics S_jk = Σ_i w_j n_jk (K, J) from the responsibilities of the
     last update, the sum of the shard's document bounds (at the input shapes, or at the last inner
     iteration's, as ``bound_at`` says), and the updated shapes. S and the bound are additive over shards:
-    summed over a partition of the documents they are the whole corpus's (DESIGN contract 8).
+    summed over a partition of the documents they are the whole corpus's (DESIGN contract 8). On the CPU
+    the updates run in the compiled kernel of :mod:`.vb_kernels` (``n_threads`` blocks of documents), elsewhere
+    as sparse torch products; both compute the same numbers up to the order of sums.
     """
     alpha = hyper["alpha"]
     exp_theta = torch.exp(expected_log_theta(topic_word, theta_update))  # θ or exp E[log θ], (K, J)
+    if compiled_updates(data):
+        a_new, a_bound, words, stats_t, _ = _compiled_pass(
+            model, data, a, exp_theta, hyper, max_updates=inner_iters,
+            bound_at=vb_kernels.FIRST if bound_at == "input" else vb_kernels.LAST, stats_at=vb_kernels.LAST,
+            n_threads=n_threads,
+        )
+        bound = doc_bound_from_words(model, data, a_bound, expected_log_doc(model, a_bound, hyper), words, hyper)
+        return exp_theta * stats_t.T, bound.sum(), a_new
     bound = stats = torch.zeros((), dtype=data.dtype, device=data.device)
     for it in range(inner_iters):
         elog_doc = expected_log_doc(model, a, hyper)
@@ -253,6 +323,9 @@ def theta_stats(
 ) -> torch.Tensor:
     """Θ statistics S (K, J) at shapes ``a`` and Θ (no document update); additive over shards."""
     exp_theta = torch.exp(expected_log_theta(topic_word, theta_update))
+    if compiled_updates(data):
+        stats_t = _compiled_pass(model, data, a, exp_theta, hyper, max_updates=0, stats_at=vb_kernels.FINAL)[3]
+        return exp_theta * stats_t.T
     exp_doc = torch.exp(expected_log_doc(model, a, hyper))
     return exp_theta * (data.csr_t(data.values / data.rates_at_nonzeros(exp_doc, exp_theta)) @ exp_doc).T
 
@@ -265,6 +338,7 @@ def vb_step(
     theta_update: str,
     inner_iters: int = 1,
     bound_at: str = "input",
+    n_threads: int = 1,
 ) -> tuple[VBState, float, float]:
     """One major cycle (Fig. 4): update every a (``inner_iters`` times), then Θ.
 
@@ -274,7 +348,7 @@ def vb_step(
     """
     gamma = hyper["gamma"]
     stats, bound, a = vb_estep(model, data, state.doc_shape, state.topic_word, hyper, theta_update, inner_iters,
-                               bound_at)
+                               bound_at, n_threads)
     objective = bound + theta_objective(state.topic_word, gamma, theta_update)
     theta = _theta_from_stats(stats, gamma, theta_update, model_groups(model, data))
     return VBState(doc_shape=a, topic_word=theta), float(objective), float(bound)
@@ -290,6 +364,7 @@ def converge_documents(
     *,
     max_iter: int = 200,
     tol: float = 1e-6,
+    n_threads: int = 1,
 ) -> torch.Tensor:
     """Document updates (eq. 14/17) with Θ fixed, from ``a`` until no a_ik moves by more than ``tol`` relative.
 
@@ -299,6 +374,8 @@ def converge_documents(
     ~[1.4, 0.8, 1.6] that way).
     """
     exp_theta = torch.exp(expected_log_theta(topic_word, theta_update))
+    if compiled_updates(data):  # each document stops as soon as its own shapes have converged
+        return _compiled_pass(model, data, a, exp_theta, hyper, max_updates=max_iter, tol=tol, n_threads=n_threads)[0]
     alpha = hyper["alpha"]
     for _ in range(max_iter):
         exp_doc = torch.exp(expected_log_doc(model, a, hyper))
@@ -309,6 +386,37 @@ def converge_documents(
         if done:
             break
     return a
+
+
+def documents_at_theta(
+    model: DCAModel,
+    data: DCAData,
+    a: torch.Tensor,
+    topic_word: torch.Tensor,
+    hyper: dict[str, torch.Tensor],
+    theta_update: str,
+    *,
+    max_iter: int = 200,
+    tol: float = 1e-6,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Converged document shapes at a fixed Θ, with their Θ statistics and document bounds.
+
+    Returns (a, S (K, J), bound per document (I,)): :func:`converge_documents`, then :func:`theta_stats` and
+    :func:`vb_doc_bound` at the converged shapes, in one pass of the compiled kernel on the CPU.
+    """
+    exp_theta = torch.exp(expected_log_theta(topic_word, theta_update))
+    if compiled_updates(data):
+        a, _, words, stats_t, _ = _compiled_pass(
+            model, data, a, exp_theta, hyper, max_updates=max_iter, tol=tol, bound_at=vb_kernels.FINAL,
+            stats_at=vb_kernels.FINAL,
+        )
+        bound = doc_bound_from_words(model, data, a, expected_log_doc(model, a, hyper), words, hyper)
+        return a, exp_theta * stats_t.T, bound
+    a = converge_documents(model, data, a, topic_word, hyper, theta_update, max_iter=max_iter, tol=tol)
+    stats = theta_stats(model, data, a, topic_word, hyper, theta_update)
+    elog_doc = expected_log_doc(model, a, hyper)
+    z = data.rates_at_nonzeros(torch.exp(elog_doc), exp_theta)
+    return a, stats, vb_doc_bound(model, data, a, elog_doc, torch.log(z), hyper)
 
 
 def _theta_from_stats(
@@ -360,6 +468,7 @@ def fit_vb(
     learn_beta: bool = False,
     learn_after: int = 20,
     persist: bool = True,
+    n_threads: int | None = None,
 ) -> Posterior:
     """Fit a DCA model by mean-field VB (``latentfs.fit(model, X, method="vb", ...)``).
 
@@ -404,6 +513,11 @@ def fit_vb(
         Dask input only (see Notes): keep every validated shard in memory where it was first computed (on a
         worker under a distributed Client), instead of reading and validating it again at every cycle.
         ``persist=False`` bounds memory by the shards in flight, at the cost of re-reading them.
+    n_threads : int, optional
+        Threads for the document updates on the CPU (blocks of documents; exact: documents are independent
+        given Θ, only the order of the Θ statistics' sums changes). ``None`` (default): one thread when a
+        cycle's work (non-zeros × K) is below :data:`THREADED_WORK`, else ``torch.get_num_threads()``
+        (which follows ``OMP_NUM_THREADS``). Ignored for dask input (one task per shard) and off the CPU.
 
     Notes
     -----
@@ -435,6 +549,12 @@ def fit_vb(
     )
     if not isinstance(doc_restart, bool):
         raise DataError(f"doc_restart must be True or False; got {doc_restart!r}.")
+    if n_threads is not None and (
+        isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1
+    ):
+        raise DataError(
+            f"n_threads must be None (automatic) or an integer >= 1; got {n_threads!r}. Use 1 for one thread."
+        )
     learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta)
     if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
         raise DataError(
@@ -464,6 +584,7 @@ def fit_vb(
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = resolve_model(model, data)
     hyper0 = _hyper(model, data)
+    threads = vb_threads(n_threads, data, model.n_components)
 
     def restart_shape_for(h: dict[str, torch.Tensor]) -> torch.Tensor:
         return restart_shape(model, h["alpha"], data.doc_lengths)
@@ -489,17 +610,19 @@ def fit_vb(
                 # while learning, every cycle starts from converged documents, so both Θ's statistics and the
                 # hyperparameter update see q(m) at its optimum (see converge_documents)
                 s = VBState(
-                    doc_shape=converge_documents(model, data, s.doc_shape, s.topic_word, _h, theta_update),
+                    doc_shape=converge_documents(model, data, s.doc_shape, s.topic_word, _h, theta_update,
+                                                 n_threads=threads),
                     topic_word=s.topic_word,
                 )
             new, objective, bound = vb_step(
-                model, data, s, _h, theta_update, inner_iters, "last" if doc_restart else "input"
+                model, data, s, _h, theta_update, inner_iters, "last" if doc_restart else "input", threads
             )
             _bounds.append(bound)
             if learn:
                 if len(_bounds) > learn_after:
                     # learn from converged document shapes at the new Θ, not from a few updates after a restart
-                    shapes = converge_documents(model, data, new.doc_shape, new.topic_word, _h, theta_update)
+                    shapes = converge_documents(model, data, new.doc_shape, new.topic_word, _h, theta_update,
+                                                n_threads=threads)
                     _h.update(vb_hyper_update(model, shapes, _h, learn))
                 for name in learn:
                     _trace[name].append(_h[name].cpu().numpy().copy())
