@@ -60,7 +60,7 @@ from latentfs.inference.dca.common import (
     resolve_model,
 )
 from latentfs.inference.dca.hyper import check_learn, with_hyperparameters, zero_fraction
-from latentfs.inference.dca.vb import expected_log_theta, theta_objective
+from latentfs.inference.dca.vb import exp_expected_log_theta, theta_objective
 from latentfs.models.dca import ConditionalGammaPoissonDCA
 
 __all__ = [
@@ -190,7 +190,7 @@ def cgp_vb_step(
 
     Returns (new state, objective Σ_i B_i + Σ γ_j log θ_jk at the input state, Σ_i B_i at the input state).
     """
-    exp_theta = torch.exp(expected_log_theta(state.topic_word, "chapter"))
+    exp_theta = exp_expected_log_theta(state.topic_word, "chapter")
     a, active = state.doc_shape, state.active
     bound = stats = torch.zeros(())
     for it in range(inner_iters):
@@ -339,7 +339,7 @@ def _posterior(
     bounds: list[float], rho_trace: list[np.ndarray], num_draws: int, gen: torch.Generator,
 ) -> Posterior:
     state: CGPState = run.state
-    exp_theta = torch.exp(expected_log_theta(state.topic_word, "chapter"))
+    exp_theta = exp_expected_log_theta(state.topic_word, "chapter")
     exp_doc = _exp_elog(state.doc_shape, state.active, hyper)
     ratio = data.values / data.rates_at_nonzeros(exp_doc, exp_theta)
     stats = exp_theta * (data.csr_t(ratio) @ exp_doc).T
@@ -402,7 +402,7 @@ def cgp_fold_in(
     theta = torch.as_tensor(result.mean("topic_word"), dtype=dtype)
     if theta.shape[1] != data.n_features:
         raise DataError(f"X must have {theta.shape[1]} features (as the fitted model); got {data.n_features}.")
-    exp_theta = torch.exp(expected_log_theta(theta, "chapter"))
+    exp_theta = exp_expected_log_theta(theta, "chapter")
     K = model.n_components
     a = ((float(model.alpha.sum()) + data.doc_lengths) / K)[:, None].expand(-1, K).clone()
     active = torch.ones_like(a, dtype=torch.bool)

@@ -6,6 +6,7 @@ keep the transpose; slicing CSR tensors is not supported), and as COO index arra
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -49,16 +50,49 @@ class DCAData:
     """
 
     counts: CountMatrix
-    doc: torch.Tensor
-    word: torch.Tensor
     values: torch.Tensor
-    crow: torch.Tensor
-    col: torch.Tensor
-    t_crow: torch.Tensor
-    t_col: torch.Tensor
-    t_perm: torch.Tensor
     doc_lengths: torch.Tensor
     log_factorials: torch.Tensor  # (I,) Σ_j log w_j!
+
+    # The index tensors are built on first use: the compiled CPU kernels read the host CSR's own index arrays
+    # (``counts.csr``), and each of these costs an nnz-long int64 array.
+    @functools.cached_property
+    def crow(self) -> torch.Tensor:
+        return _as_long(self.counts.csr.indptr, self.device)
+
+    @functools.cached_property
+    def col(self) -> torch.Tensor:
+        return _as_long(self.counts.csr.indices, self.device)
+
+    @functools.cached_property
+    def doc(self) -> torch.Tensor:
+        indptr = self.counts.csr.indptr
+        return _as_long(np.repeat(np.arange(self.n_documents), np.diff(indptr)), self.device)
+
+    @property
+    def word(self) -> torch.Tensor:
+        return self.col
+
+    @functools.cached_property
+    def _transpose(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        csr = self.counts.csr
+        coo = csr.tocoo()
+        csc_order = np.lexsort((coo.row, coo.col))  # column-major order of the row-major non-zeros
+        t = csr.T.tocsr()
+        t.sort_indices()
+        return _as_long(t.indptr, self.device), _as_long(t.indices, self.device), _as_long(csc_order, self.device)
+
+    @property
+    def t_crow(self) -> torch.Tensor:
+        return self._transpose[0]
+
+    @property
+    def t_col(self) -> torch.Tensor:
+        return self._transpose[1]
+
+    @property
+    def t_perm(self) -> torch.Tensor:
+        return self._transpose[2]
 
     @property
     def n_documents(self) -> int:
@@ -105,28 +139,19 @@ def prepare(
     dtype, device, empty_documents = check_options(dtype=dtype, device=device, empty_documents=empty_documents)
     counts = X if isinstance(X, CountMatrix) else as_counts(X, empty_documents=empty_documents)  # type: ignore[arg-type]
     csr = counts.csr
-    coo = csr.tocoo()
-    csc_order = np.lexsort((coo.row, coo.col))  # column-major order of the row-major non-zeros
-    t = csr.T.tocsr()
-    t.sort_indices()
-    as_long = lambda a: torch.as_tensor(np.asarray(a, dtype=np.int64), device=device)  # noqa: E731
     values = torch.as_tensor(csr.data, dtype=dtype, device=device)
-    doc = as_long(coo.row)
-    lengths = torch.zeros(counts.n_documents, dtype=dtype, device=device).index_add_(0, doc, values)
-    logfact = torch.zeros(counts.n_documents, dtype=dtype, device=device).index_add_(0, doc, torch.lgamma(values + 1))
-    return DCAData(
-        counts=counts,
-        doc=doc,
-        word=as_long(coo.col),
-        values=values,
-        crow=as_long(csr.indptr),
-        col=as_long(csr.indices),
-        t_crow=as_long(t.indptr),
-        t_col=as_long(t.indices),
-        t_perm=as_long(csc_order),
-        doc_lengths=lengths,
-        log_factorials=logfact,
+    data = DCAData(counts=counts, values=values, doc_lengths=torch.zeros(0), log_factorials=torch.zeros(0))
+    doc = data.doc
+    data.doc_lengths = torch.zeros(counts.n_documents, dtype=dtype, device=device).index_add_(0, doc, values)
+    data.log_factorials = torch.zeros(counts.n_documents, dtype=dtype, device=device).index_add_(
+        0, doc, torch.lgamma(values + 1)
     )
+    del data.doc  # rebuilt on first use by the engines that index by non-zero
+    return data
+
+
+def _as_long(a: Any, device: str | torch.device) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(a, dtype=np.int64), device=device)
 
 
 def resolve_model(model: DCAModel, data: DCAData) -> DCAModel:

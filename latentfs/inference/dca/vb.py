@@ -91,6 +91,13 @@ def expected_log_doc(model: DCAModel, a: torch.Tensor, hyper: dict[str, torch.Te
     return torch.digamma(a) - torch.log1p(hyper["beta"])
 
 
+def exp_expected_log_theta(topic_word: torch.Tensor, theta_update: str) -> torch.Tensor:
+    """θ (clamped away from 0), or exp E_q[log θ] under ``"full"``: what the document updates multiply by."""
+    if theta_update == "full":
+        return torch.exp(expected_log_theta(topic_word, theta_update))
+    return topic_word.clamp_min(torch.finfo(topic_word.dtype).tiny)
+
+
 def expected_log_theta(topic_word: torch.Tensor, theta_update: str) -> torch.Tensor:
     """log θ, or E_q[log θ] = ψ(λ) − ψ(Σ_j λ) under ``"full"``."""
     if theta_update == "full":
@@ -142,9 +149,9 @@ def doc_bound_from_words(
 def theta_objective(topic_word: torch.Tensor, gamma: torch.Tensor, theta_update: str) -> torch.Tensor:
     """The Θ term that makes a full cycle coordinate ascent (see the module docstring)."""
     if theta_update == "chapter":
-        return (gamma * torch.log(topic_word)).sum()  # Σ γ_j log θ_jk
+        return torch.log(topic_word).matmul(gamma).sum()  # Σ γ_j log θ_jk
     if theta_update == "map":
-        return ((gamma - 1) * torch.log(topic_word)).sum()  # log Dirichlet(γ) up to a constant
+        return torch.log(topic_word).matmul(gamma - 1).sum()  # log Dirichlet(γ) up to a constant
     lam = topic_word
     elog = expected_log_theta(lam, "full")
     # E_q[log p(Θ)] − E_q[log q(Θ)] for q(θ_k) = Dir(λ_k), prior Dir(γ)
@@ -176,7 +183,8 @@ def _compiled_pass(
     model: DCAModel,
     data: DCAData,
     a: torch.Tensor,
-    exp_theta: torch.Tensor,
+    topic_word: torch.Tensor,
+    theta_update: str,
     hyper: dict[str, torch.Tensor],
     *,
     max_updates: int,
@@ -186,17 +194,26 @@ def _compiled_pass(
     n_threads: int = 1,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`latentfs.inference.dca.vb_kernels.doc_updates` on torch CPU tensors: (a, a at the bound, Σ_j w_j
-    log Z_j per document, S transposed (J, K) or an empty tensor, updates per document)."""
+    log Z_j per document, the Θ statistics S (K, J) or an empty tensor, updates per document).
+
+    The kernel reads θ (or exp E[log θ]) transposed, one word's K values together; that (J, K) array is built
+    directly, and S is scaled by θ in place, so a cycle holds as few K × J arrays as it can."""
     dtype = a.dtype
     log_rate = None if isinstance(model, DirichletDCA) else torch.log1p(hyper["beta"]).to(dtype).contiguous().numpy()
+    exp_theta_t = torch.empty((topic_word.shape[1], topic_word.shape[0]), dtype=dtype).copy_(topic_word.T)
+    if theta_update == "full":  # exp(ψ(λ) − ψ(Σ_j λ))
+        exp_theta_t.digamma_().sub_(torch.digamma(topic_word.sum(-1))).exp_()
+    else:
+        exp_theta_t.clamp_min_(torch.finfo(dtype).tiny)
     a_out, a_bound, words, stats_t, n_updates = vb_kernels.doc_updates(
-        data.crow.numpy(), data.col.numpy(), data.values.numpy(), exp_theta.T.contiguous().numpy(),
+        data.counts.csr.indptr, data.counts.csr.indices, data.values.numpy(), exp_theta_t.numpy(),
         hyper["alpha"].expand(a.shape[-1]).contiguous().numpy(), log_rate, a.contiguous().numpy(),
         max_updates=max_updates, tol=tol, bound_at=bound_at, stats_at=stats_at, n_threads=n_threads,
     )
     empty = torch.empty(0, dtype=dtype)
-    return (torch.from_numpy(a_out), torch.from_numpy(a_bound), torch.from_numpy(words),
-            empty if stats_t is None else torch.from_numpy(stats_t), torch.from_numpy(n_updates))
+    stats = empty if stats_t is None else torch.from_numpy(stats_t).mul_(exp_theta_t).T
+    a_new, a_at_bound = torch.from_numpy(a_out), torch.from_numpy(a_bound)
+    return a_new, a_at_bound, torch.from_numpy(words), stats, torch.from_numpy(n_updates)
 
 
 def vb_init(model: DCAModel, data: DCAData, generator: torch.Generator, theta_update: str) -> VBState:
@@ -253,10 +270,10 @@ def components_separated(topic_word: torch.Tensor) -> bool:
     """False while every component's word distribution is within :data:`SADDLE_TV` (total variation) of
     their mean: the fit is still at the symmetric saddle, and a small change of the bound there is not
     convergence (the ``settled`` check of :func:`latentfs.core.driver.run_optimizer`)."""
-    theta = topic_word / topic_word.sum(-1, keepdim=True)
-    if theta.shape[0] < 2:
+    if topic_word.shape[0] < 2:
         return True
-    spread = 0.5 * (theta - theta.mean(0, keepdim=True)).abs().sum(-1)
+    theta = topic_word / topic_word.sum(-1, keepdim=True)
+    spread = 0.5 * theta.sub_(theta.mean(0, keepdim=True)).abs_().sum(-1)  # in place: one K × J temporary
     return bool(spread.max() > SADDLE_TV)
 
 
@@ -289,15 +306,15 @@ def vb_estep(
     as sparse torch products; both compute the same numbers up to the order of sums.
     """
     alpha = hyper["alpha"]
-    exp_theta = torch.exp(expected_log_theta(topic_word, theta_update))  # θ or exp E[log θ], (K, J)
     if compiled_updates(data):
-        a_new, a_bound, words, stats_t, _ = _compiled_pass(
-            model, data, a, exp_theta, hyper, max_updates=inner_iters,
+        a_new, a_bound, words, stats, _ = _compiled_pass(
+            model, data, a, topic_word, theta_update, hyper, max_updates=inner_iters,
             bound_at=vb_kernels.FIRST if bound_at == "input" else vb_kernels.LAST, stats_at=vb_kernels.LAST,
             n_threads=n_threads,
         )
         bound = doc_bound_from_words(model, data, a_bound, expected_log_doc(model, a_bound, hyper), words, hyper)
-        return exp_theta * stats_t.T, bound.sum(), a_new
+        return stats, bound.sum(), a_new
+    exp_theta = exp_expected_log_theta(topic_word, theta_update)  # θ or exp E[log θ], (K, J)
     bound = stats = torch.zeros((), dtype=data.dtype, device=data.device)
     for it in range(inner_iters):
         elog_doc = expected_log_doc(model, a, hyper)
@@ -322,10 +339,10 @@ def theta_stats(
     theta_update: str,
 ) -> torch.Tensor:
     """Θ statistics S (K, J) at shapes ``a`` and Θ (no document update); additive over shards."""
-    exp_theta = torch.exp(expected_log_theta(topic_word, theta_update))
     if compiled_updates(data):
-        stats_t = _compiled_pass(model, data, a, exp_theta, hyper, max_updates=0, stats_at=vb_kernels.FINAL)[3]
-        return exp_theta * stats_t.T
+        return _compiled_pass(model, data, a, topic_word, theta_update, hyper, max_updates=0,
+                              stats_at=vb_kernels.FINAL)[3]
+    exp_theta = exp_expected_log_theta(topic_word, theta_update)
     exp_doc = torch.exp(expected_log_doc(model, a, hyper))
     return exp_theta * (data.csr_t(data.values / data.rates_at_nonzeros(exp_doc, exp_theta)) @ exp_doc).T
 
@@ -373,9 +390,10 @@ def converge_documents(
     a flat restart leave q(m) much flatter than that and pull α up (a planted [0.1, 0.3, 1.0] was learned as
     ~[1.4, 0.8, 1.6] that way).
     """
-    exp_theta = torch.exp(expected_log_theta(topic_word, theta_update))
     if compiled_updates(data):  # each document stops as soon as its own shapes have converged
-        return _compiled_pass(model, data, a, exp_theta, hyper, max_updates=max_iter, tol=tol, n_threads=n_threads)[0]
+        return _compiled_pass(model, data, a, topic_word, theta_update, hyper, max_updates=max_iter, tol=tol,
+                              n_threads=n_threads)[0]
+    exp_theta = exp_expected_log_theta(topic_word, theta_update)
     alpha = hyper["alpha"]
     for _ in range(max_iter):
         exp_doc = torch.exp(expected_log_doc(model, a, hyper))
@@ -404,14 +422,14 @@ def documents_at_theta(
     Returns (a, S (K, J), bound per document (I,)): :func:`converge_documents`, then :func:`theta_stats` and
     :func:`vb_doc_bound` at the converged shapes, in one pass of the compiled kernel on the CPU.
     """
-    exp_theta = torch.exp(expected_log_theta(topic_word, theta_update))
     if compiled_updates(data):
-        a, _, words, stats_t, _ = _compiled_pass(
-            model, data, a, exp_theta, hyper, max_updates=max_iter, tol=tol, bound_at=vb_kernels.FINAL,
-            stats_at=vb_kernels.FINAL,
+        a, _, words, stats, _ = _compiled_pass(
+            model, data, a, topic_word, theta_update, hyper, max_updates=max_iter, tol=tol,
+            bound_at=vb_kernels.FINAL, stats_at=vb_kernels.FINAL,
         )
         bound = doc_bound_from_words(model, data, a, expected_log_doc(model, a, hyper), words, hyper)
-        return a, exp_theta * stats_t.T, bound
+        return a, stats, bound
+    exp_theta = exp_expected_log_theta(topic_word, theta_update)
     a = converge_documents(model, data, a, topic_word, hyper, theta_update, max_iter=max_iter, tol=tol)
     stats = theta_stats(model, data, a, topic_word, hyper, theta_update)
     elog_doc = expected_log_doc(model, a, hyper)
@@ -424,8 +442,10 @@ def _theta_from_stats(
 ) -> torch.Tensor:
     if theta_update == "full":
         return gamma + stats
-    shifted = stats + gamma if theta_update == "chapter" else (stats + gamma - 1).clamp_min(0)
-    shifted = shifted.clamp_min(torch.finfo(stats.dtype).tiny)
+    shifted = stats + gamma if theta_update == "chapter" else (stats + gamma).sub_(1).clamp_min_(0)
+    shifted = shifted.clamp_min_(torch.finfo(stats.dtype).tiny)
+    if groups is None:  # in place: the cycle's peak memory is K × J arrays like this one
+        return shifted.div_(shifted.sum(-1, keepdim=True))
     return group_normalise(shifted, groups)
 
 
