@@ -450,7 +450,8 @@ def main() -> None:
     reps = 1 if args.quick else args.repeats
     lines = [f"# DCA benchmark ({'quick' if args.quick else 'full'})", "", f"Machine: {machine_info()}", "",
              f"Command: `python benchmarks/dca.py{' --quick' if args.quick else ''} --repeats {args.repeats} --corpora "
-             f"{' '.join(args.corpora)}{' --no-gibbs' if args.no_gibbs else ''}{' --no-vb' if args.no_vb else ''}`", ""]
+             f"{' '.join(args.corpora)}{' --no-gibbs' if args.no_gibbs else ''}{' --no-vb' if args.no_vb else ''}"
+             f"{f' --whole-seeds {args.whole_seeds}' if args.whole_seeds else ''}`", ""]
     with threadpool_limits(1):
         for load in [{"simulated": simulated, "reuters": reuters, "news20": news20}[c] for c in args.corpora]:
             name, train, test, K, alpha, gamma, truth = load(args.quick)

@@ -25,21 +25,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import scipy.linalg as sla
 
 from latentfs.core.base import BaseSelector, require_y, rescaled
 from latentfs.core.data import DataError, as_labels
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.leverage import (
+    _BLOCK,
     _SCHEMES,
+    _Affine,
     _as_matrix,
     _check_r,
+    _ExplicitFactor,
+    _Factor,
+    _factor,
+    _numerical_rank,
     _rng,
-    leverage_scores,
     merge_duplicates,
-    right_singular_vectors,
 )
 
 __all__ = [
@@ -145,6 +150,8 @@ _TIE_BREAKS: dict[str, Callable[..., tuple[int, float, float, bool]]] = {
 def bss_select(V: Any, r: int, *, tie_break: str = "max_norm", chunk: int = 256) -> BSSResult:
     """Deterministic BSS column selection (Paul et al. Algorithm 1; Batson, Spielman & Srivastava 2009).
 
+    Memory: ``V`` itself (d × ℓ, inherent to BSS), O(d) for the norms and order, ``chunk × ℓ`` per scan.
+
     Parameters
     ----------
     V : array of shape (d, ℓ)
@@ -186,8 +193,11 @@ def bss_select(V: Any, r: int, *, tie_break: str = "max_norm", chunk: int = 256)
         )
     q = np.sqrt(ell / r)
     dU = (1 + q) / (1 - q)
-    order = np.argsort(-np.sum(V**2, axis=1), kind="stable")
-    order = order[np.sum(V[order] ** 2, axis=1) > 0]  # zero-norm columns are never picked
+    norms = np.empty(d)  # ‖v_i‖², a block of rows at a time (no d × ℓ temporary besides V itself)
+    for start in range(0, d, _BLOCK):
+        norms[start:start + _BLOCK] = np.sum(V[start:start + _BLOCK] ** 2, axis=1)
+    order = np.argsort(-norms, kind="stable")
+    order = order[norms[order] > 0]  # zero-norm columns are never picked
     pick = _TIE_BREAKS[tie_break]
     A = np.zeros((ell, ell))
     selected = np.zeros(d, dtype=bool)
@@ -246,6 +256,13 @@ def approx_bss_select(X: Any, r: int, *, sketch_size: int = 128, seed: Any = Non
     ``G`` is a t × n standard Gaussian matrix (t = ``sketch_size``); returns the BSS result and the
     sketch's singular vectors ``V̂`` (d × ℓ̂, ℓ̂ ≤ t).
 
+    The sketch ``G X`` (t × d) is never formed whole: its transpose is factorised block by block
+    (``Xᵀ Gᵀ = Q R``, TSQR, R t × t), the SVD ``Rᵀ = U Σ Wᵀ`` gives its singular values and left vectors,
+    and ``V̂ = Xᵀ (Gᵀ U Σ⁻¹)`` is one product with the (sparse) input, re-orthonormalised in place when
+    rounding requires it. Memory: ``V̂`` (d × ℓ̂, inherent to BSS) plus O(t·(t + block) + n·t); sparse
+    ``X`` is not densified. (Column signs of ``V̂`` are arbitrary, as for any SVD; the BSS picks depend
+    only on its span.)
+
     Examples
     --------
     >>> X = np.random.default_rng(0).normal(size=(40, 60))
@@ -258,9 +275,31 @@ def approx_bss_select(X: Any, r: int, *, sketch_size: int = 128, seed: Any = Non
     if isinstance(sketch_size, bool) or not isinstance(sketch_size, (int, np.integer)) or sketch_size < 1:
         raise DataError(f"sketch_size must be a positive integer; got {sketch_size!r}.")
     G = rng.standard_normal((min(sketch_size, A.shape[0]), A.shape[0]))
-    sketch = np.asarray((A.T @ G.T).T)  # t × d, sparse-safe
-    Vh, _ = right_singular_vectors(sketch)
+    Vh = _sketch_right_vectors(A, G)
     return bss_select(Vh, r, tie_break=tie_break), Vh
+
+
+def _sketch_right_vectors(A: Any, G: np.ndarray) -> np.ndarray:
+    """Right singular vectors (numerical rank, as :func:`right_singular_vectors`) of ``G A`` without it."""
+    t = G.shape[0]
+    d = A.shape[1]
+    op = _Affine(A)
+    GT = np.ascontiguousarray(G.T)  # n × t
+    step = max(_BLOCK, 2 * t)
+    R = np.zeros((0, t))
+    for start in range(0, d, step):  # TSQR of (G A)ᵀ = Aᵀ Gᵀ, one block of features at a time
+        B = op.rmatmat_rows(GT, slice(start, min(start + step, d)))
+        R = cast(np.ndarray, np.linalg.qr(np.vstack([R, B]), mode="r"))  # R only (numpy returns no Q)
+    U, s, _ = np.linalg.svd(R.T, full_matrices=False)
+    rank = _numerical_rank(s, (t, d), None)
+    Vh = op.rmatmat(GT @ (U[:, :rank] / s[:rank]))  # = (G A)ᵀ U Σ⁻¹, d × rank
+    C = Vh.T @ Vh
+    if rank and np.abs(C - np.eye(rank)).max() > 1e-10:  # Cholesky QR in place: same leading spans
+        L = np.linalg.cholesky(C)
+        for start in range(0, d, _BLOCK):
+            blk = Vh[start:start + _BLOCK]
+            blk[...] = sla.solve_triangular(L, blk.T, lower=True).T
+    return Vh
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,10 +335,10 @@ def _support_vectors(X: Any, y: np.ndarray, C: float, kind: str) -> np.ndarray:
     return np.array(sorted(sv), dtype=np.int64)
 
 
-_Picked = tuple[np.ndarray, np.ndarray, np.ndarray]  # indices, weights, V used
+_Picked = tuple[np.ndarray, np.ndarray, _Factor]  # indices, weights, the right singular vectors used
 
 
-def _truncate(V: np.ndarray, r: int, sel: SVMFeatureSelector, bss: bool) -> np.ndarray:
+def _truncate(V: _Factor, r: int, sel: SVMFeatureSelector, bss: bool) -> _Factor:
     """Keep the top ``rank`` right singular vectors; with rank=None, all of them unless BSS cannot run
     (ℓ ≥ r, e.g. #SV ≥ d), where the top max(1, r // 4) are kept (eigenvalue band [0.25, 2.25])."""
     ell = V.shape[1]
@@ -311,26 +350,30 @@ def _truncate(V: np.ndarray, r: int, sel: SVMFeatureSelector, bss: bool) -> np.n
     if bss and min(k, ell) >= r:
         raise DataError(f"rank must be below n_features_to_select={r} for BSS; got rank={k}. Lower rank.")
     sel.rank_used_ = int(min(k, ell))
-    return V[:, : sel.rank_used_]
+    return V.truncate(sel.rank_used_)
 
 
 def _select_bss(A: Any, r: int, sel: SVMFeatureSelector, rng: np.random.Generator) -> _Picked:
-    V, _ = right_singular_vectors(A, method=sel.svd, seed=rng)
-    V = _truncate(V, r, sel, bss=True)
+    # V (d × rank_used_) is formed only after the truncation; for sparse or wide input it is the one
+    # d × ℓ array (inherent to BSS); dense input goes through LAPACK's SVD as before
+    fac = _factor(A, None, method=sel.svd, center=False, rtol=None, rng=rng, scores_only=False)
+    V = _truncate(fac, r, sel, bss=True).dense()
     res = bss_select(V, r)
-    return res.indices, res.weights, V
+    return res.indices, res.weights, _ExplicitFactor(V, fac.sigma[: V.shape[1]])
 
 
 def _select_leverage(A: Any, r: int, sel: SVMFeatureSelector, rng: np.random.Generator) -> _Picked:
-    V, _ = right_singular_vectors(A, method=sel.svd, seed=rng)
-    V = _truncate(V, r, sel, bss=False)
-    idx, w = _SCHEMES[sel.scheme](leverage_scores(V), r, rng)
-    return idx, w, V
+    # scores only: for svd="exact" and #rows ≤ d no d × ℓ matrix is formed (see leverage_scores_from_data)
+    fac = _factor(A, None, method=sel.svd, center=False, rtol=None, rng=rng, scores_only=True)
+    fac = _truncate(fac, r, sel, bss=False)
+    raw = fac.row_norms2()
+    idx, w = _SCHEMES[sel.scheme](raw / raw.sum(), r, rng)
+    return idx, w, fac
 
 
 def _select_approx_bss(A: Any, r: int, sel: SVMFeatureSelector, rng: np.random.Generator) -> _Picked:
     res, Vh = approx_bss_select(A, r, sketch_size=sel.sketch_size, seed=rng)
-    return res.indices, res.weights, Vh
+    return res.indices, res.weights, _ExplicitFactor(Vh, np.ones(Vh.shape[1]))
 
 
 _METHODS: dict[str, Callable[..., _Picked]] = {
@@ -467,12 +510,13 @@ class SVMFeatureSelector(BaseSelector):
         idx, w, V = _METHODS[self.method](Asub, r, self, rng)
         self.sample_indices_, self.sample_weights_ = idx, w
         self.support_vector_indices_ = rows
-        self.gram_deviation_ = gram_deviation(V, idx, w)
+        self.gram_deviation_ = gram_deviation(V.rows(idx), np.arange(idx.size), w)  # only the picked rows
         uniq, merged = merge_duplicates(idx, w)
         self.support_ = np.zeros(A.shape[1], dtype=bool)
         self.support_[uniq] = True
         self.scale_ = merged
-        scores = leverage_scores(V)
+        raw = V.row_norms2()
+        scores = raw / raw.sum()
         return FeatureWeights(scores, f"svm_{self.method}", feature_names=names,
                               info={"mode": self.mode, "r": r, "rank": int(V.shape[1]),
                                     "E_norm": self.gram_deviation_,

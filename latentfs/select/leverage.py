@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.linalg as sla
@@ -38,6 +38,7 @@ __all__ = [
     "kmeans_feature_selection",
     "kmeans_objective",
     "leverage_scores",
+    "leverage_scores_from_data",
     "merge_duplicates",
     "right_singular_vectors",
     "sample_features",
@@ -91,6 +92,9 @@ def _column_moments(X: np.ndarray | sp.csr_matrix) -> tuple[np.ndarray, np.ndarr
     return mean, ss
 
 
+_BLOCK = 2048  # features (columns of X) handled at a time by the streaming computations
+
+
 class _Affine:
     """The matrix ``(X − 1 μᵀ) diag(1/s)`` (n × d) without forming it; X dense or CSR.
 
@@ -108,14 +112,33 @@ class _Affine:
         self._XT = X.T.tocsr() if sp.issparse(X) else None
 
     def matmat(self, B: np.ndarray) -> np.ndarray:
-        Bs = B * self.inv[:, None]
+        Bs = B * self.inv[:, None] if np.any(self.inv != 1.0) else B  # no d × m copy when unscaled
         out = np.asarray(self.X @ Bs)
         return out - (self.mean @ Bs)[None, :]
 
     def rmatmat(self, C: np.ndarray) -> np.ndarray:
+        return self.rmatmat_rows(C, None)
+
+    def rmatmat_rows(self, C: np.ndarray, rows: slice | np.ndarray | None) -> np.ndarray:
+        """Rows ``rows`` (features: a slice or index array; None for all) of ``rmatmat(C)``.
+
+        The product is the only array of its size allocated: centring and scaling are applied in place
+        (centring in blocks of ``_BLOCK`` rows), so ``rmatmat(C)`` costs one d × m array, not three.
+        """
         XT = self._XT if self._XT is not None else self.X.T
-        out = np.asarray(XT @ C) - np.outer(self.mean, C.sum(axis=0))
-        return out * self.inv[:, None]
+        mean, inv = self.mean, self.inv
+        if rows is not None:
+            XT, mean, inv = XT[rows], mean[rows], inv[rows]
+        out = np.asarray(XT @ C)
+        if out.dtype != np.float64 or not out.flags.writeable:
+            out = np.array(out, dtype=np.float64)
+        if np.any(mean):
+            csum = C.sum(axis=0)
+            for start in range(0, out.shape[0], _BLOCK):
+                out[start:start + _BLOCK] -= np.outer(mean[start:start + _BLOCK], csum)
+        if np.any(inv != 1.0):
+            out *= inv[:, None]
+        return out
 
     def dense(self) -> np.ndarray:
         Xd = self.X.toarray() if sp.issparse(self.X) else self.X
@@ -205,7 +228,9 @@ def _svd_randomized(op: _Affine, k: int | None, rng: np.random.Generator, *, n_o
     lam, U = np.maximum(lam[::-1], 0.0), U[:, ::-1]
     s = np.sqrt(lam)
     keep = s > s[0] * 1e-7 if s[0] > 0 else np.zeros(s.size, dtype=bool)
-    V = (Bt @ U[:, keep]) / s[keep]
+    V = Bt @ U[:, keep]
+    del Bt
+    V /= s[keep]  # in place: one d × m array at a time besides the orthonormalisation
     return _orthonormal_columns(V), s[keep]
 
 
@@ -220,6 +245,125 @@ def _orthonormal_columns(Z: np.ndarray) -> np.ndarray:
     except np.linalg.LinAlgError:
         pass
     return np.linalg.qr(Z)[0]
+
+
+class _ExplicitFactor:
+    """Right singular vectors held as the d × k matrix itself (randomized and n > d paths, dense BSS)."""
+
+    def __init__(self, V: np.ndarray, sigma: np.ndarray) -> None:
+        self.V, self.sigma = V, sigma
+        self.shape = V.shape
+
+    def truncate(self, k: int) -> _ExplicitFactor:
+        return _ExplicitFactor(self.V[:, :k], self.sigma[:k])
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        return self.V[idx]
+
+    def row_norms2(self) -> np.ndarray:
+        return np.einsum("ij,ij->i", self.V, self.V)
+
+    def dense(self) -> np.ndarray:
+        return self.V
+
+
+class _StreamedFactor:
+    """Right singular vectors ``V = Aᵀ U Σ⁻¹`` (d × k) of ``A = op`` (n × d) held as ``U`` (n × k) and ``Σ``.
+
+    Any row block of ``V`` is ``A[:, block]ᵀ U Σ⁻¹``, so the leverage scores ``‖V_(j)‖²`` and the rows at
+    a few indices are computed ``_BLOCK`` features at a time: memory O(d + n·k + _BLOCK·k), never d × k
+    and never a dense copy of a sparse ``A``. :meth:`dense` forms V (one d × k array) for callers that
+    need it whole (BSS).
+    """
+
+    def __init__(self, op: _Affine, U: np.ndarray, sigma: np.ndarray) -> None:
+        self.op, self.U, self.sigma = op, np.ascontiguousarray(U), sigma
+        self.shape = (op.shape[1], sigma.size)
+
+    def truncate(self, k: int) -> _StreamedFactor:
+        return _StreamedFactor(self.op, self.U[:, :k], self.sigma[:k])
+
+    def rows(self, idx: slice | np.ndarray | None) -> np.ndarray:
+        out = self.op.rmatmat_rows(self.U, idx)
+        out /= self.sigma
+        return out
+
+    def row_norms2(self) -> np.ndarray:
+        d = self.shape[0]
+        raw = np.empty(d)
+        for start in range(0, d, _BLOCK):
+            B = self.rows(slice(start, min(start + _BLOCK, d)))
+            raw[start:start + B.shape[0]] = np.einsum("ij,ij->i", B, B)
+            del B  # one block alive at a time
+        return raw
+
+    def dense(self) -> np.ndarray:
+        return self.rows(None)
+
+
+_Factor = _ExplicitFactor | _StreamedFactor
+
+
+def _gram_left(op: _Affine) -> tuple[np.ndarray, np.ndarray]:
+    """Left singular vectors and values of a sparse ``op`` with n ≤ d from its n × n Gram matrix (the same
+    computation, and cut-off, as the sparse branch of :func:`_svd_exact`)."""
+    gram = op.weighted_outer(np.ones(op.shape[1]))
+    lam, U = np.linalg.eigh(gram)
+    lam, U = lam[::-1], U[:, ::-1]
+    keep = lam > max(lam[0], 0) * 1e-14
+    return U[:, keep], np.sqrt(lam[keep])
+
+
+def _tsqr_left(op: _Affine) -> tuple[np.ndarray, np.ndarray]:
+    """Left singular vectors and values of a dense ``op`` with n ≤ d, without a copy of it.
+
+    Streaming (TSQR) factorisation ``Aᵀ = Q R``: R (n × n) is updated by a QR of ``[R; A[:, block]ᵀ]`` for
+    each column block, Q is never formed; then ``A = Rᵀ Qᵀ`` and the SVD ``Rᵀ = U Σ Wᵀ`` gives the left
+    factors of A (backward stable like a direct SVD: the condition number is not squared, unlike the Gram
+    route). Memory O(n·(n + block)).
+    """
+    n, d = op.shape
+    X = op.X
+    step = max(_BLOCK, 2 * n)
+    R = np.zeros((0, n))
+    for start in range(0, d, step):
+        stop = min(start + step, d)
+        B = (X[:, start:stop].T - op.mean[start:stop, None]) * op.inv[start:stop, None]
+        R = cast(np.ndarray, np.linalg.qr(np.vstack([R, B]), mode="r"))  # R only (numpy returns no Q)
+    U, s, _ = np.linalg.svd(R.T, full_matrices=False)
+    return U, s
+
+
+def _factor(A: np.ndarray | sp.csr_matrix, k: int | None, *, method: str, center: bool, rtol: float | None,
+            rng: np.random.Generator, n_oversamples: int = 10, n_iter: int = 4,
+            scores_only: bool) -> _Factor:
+    """The top-``k`` (all numerically non-zero for None) right singular vectors of ``A`` as a factor.
+
+    Same rank rule and errors as :func:`right_singular_vectors`. Exact, n ≤ d: sparse input goes through
+    the n × n Gram matrix (as before), dense input through the SVD (``scores_only=False``, V orthonormal to
+    rounding) or the streaming TSQR (``scores_only=True``, no d × k array). Randomized and n > d: explicit V.
+    """
+    if method not in _SVD_METHODS:
+        raise DataError(f"method must be one of {sorted(_SVD_METHODS)}; got {method!r}.")
+    if k is not None:
+        k = check_n_components(k, min(A.shape), name="n_components", what="min(n_samples, n_features)")
+    op = _Affine(A, _column_moments(A)[0] if center else None)
+    fac: _Factor
+    if method == "exact" and A.shape[0] <= A.shape[1] and (sp.issparse(A) or scores_only):
+        U, s = _gram_left(op) if sp.issparse(A) else _tsqr_left(op)
+        fac = _StreamedFactor(op, U, s)
+    else:
+        V, s = _SVD_METHODS[method](op, k, rng, n_oversamples=n_oversamples, n_iter=n_iter)
+        fac = _ExplicitFactor(V, s)
+    rank = _numerical_rank(fac.sigma, A.shape, rtol)
+    if k is None:
+        return fac.truncate(rank)
+    if k > rank:
+        raise DataError(
+            f"n_components must not exceed the numerical rank of X ({rank}); got {k}. The extra singular "
+            "directions would be arbitrary: choose n_components ≤ rank or add samples/features."
+        )
+    return fac.truncate(k)
 
 
 _SVD_METHODS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
@@ -269,22 +413,10 @@ def right_singular_vectors(
     >>> np.round(np.abs(V), 6).tolist(), s.tolist()
     ([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], [3.0, 2.0])
     """
-    k = n_components
     A, _ = _as_matrix(X)
-    if method not in _SVD_METHODS:
-        raise DataError(f"method must be one of {sorted(_SVD_METHODS)}; got {method!r}.")
-    op = _Affine(A, _column_moments(A)[0] if center else None)
-    V, s = _SVD_METHODS[method](op, k, _rng(seed), n_oversamples=n_oversamples, n_iter=n_iter)
-    rank = _numerical_rank(s, A.shape, rtol)
-    if k is None:
-        return V[:, :rank], s[:rank]
-    k = check_n_components(k, min(A.shape), name="n_components", what="min(n_samples, n_features)")
-    if k > rank:
-        raise DataError(
-            f"n_components must not exceed the numerical rank of X ({rank}); got {k}. The extra singular "
-            "directions would be arbitrary: choose n_components ≤ rank or add samples/features."
-        )
-    return V[:, :k], s[:k]
+    fac = _factor(A, n_components, method=method, center=center, rtol=rtol, rng=_rng(seed),
+                  n_oversamples=n_oversamples, n_iter=n_iter, scores_only=False)
+    return fac.dense(), fac.sigma
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,6 +433,57 @@ def leverage_scores(V: np.ndarray) -> np.ndarray:
     """
     raw = np.einsum("ij,ij->i", V, V)
     return raw / raw.sum()
+
+
+def leverage_scores_from_data(
+    X: Any,
+    n_components: int | None = None,
+    *,
+    method: str = "exact",
+    center: bool = False,
+    rtol: float | None = None,
+    n_oversamples: int = 10,
+    n_iter: int = 4,
+    seed: Any = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Leverage-score probabilities of the top right singular vectors of ``X``, without forming them.
+
+    Equal to ``leverage_scores(right_singular_vectors(X, ...)[0])`` (same options, same rank rule and
+    errors), computed from the small side: with ``A Aᵀ = U Σ² Uᵀ`` (n ≤ d), ``V = Aᵀ U Σ⁻¹`` and
+    ``‖V_(j)‖² = ‖A_{:,j}ᵀ U Σ⁻¹‖²``, evaluated a block of columns at a time.
+
+    Memory (``method="exact"``, n ≤ d): O(d + n² + n·block) — neither the d × k matrix V nor a dense copy
+    of ``X`` is held. Sparse ``X``: the n × n Gram matrix of the (implicitly centred) rows, as
+    :func:`right_singular_vectors` uses; dense ``X``: a streaming QR of ``Xᵀ`` (TSQR), which keeps the
+    condition number unsquared. The scores of directions with small singular values carry an error of
+    order ``eps · σ₁/σ_k``. ``method="randomized"`` and n > d still form V (d × (k + n_oversamples) for
+    the range finder, d × rank for the d × d Gram), which is inherent to those methods.
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
+    n_components, method, center, rtol, n_oversamples, n_iter, seed
+        As in :func:`right_singular_vectors`.
+
+    Returns
+    -------
+    p : ndarray, shape (n_features,)
+        ``‖V_(j)‖² / ‖V‖²_F`` (sums to 1).
+    sigma : ndarray, shape (k,)
+        The singular values used.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p, s = leverage_scores_from_data(np.diag([3.0, 2.0, 1.0]), 2)
+    >>> np.round(p, 12).tolist(), np.round(s, 12).tolist()
+    ([0.5, 0.5, 0.0], [3.0, 2.0])
+    """
+    A, _ = _as_matrix(X)
+    fac = _factor(A, n_components, method=method, center=center, rtol=rtol, rng=_rng(seed),
+                  n_oversamples=n_oversamples, n_iter=n_iter, scores_only=True)
+    raw = fac.row_norms2()
+    return raw / raw.sum(), fac.sigma
 
 
 def _sample_iid(p: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -413,7 +596,8 @@ def svd_lower_bound(X: Any, n_components: int) -> float:
     k = n_components
     A, _ = _as_matrix(X)
     total = float(A.multiply(A).sum()) if sp.issparse(A) else float(np.sum(A * A))
-    _, s = _svd_exact(_Affine(A), k, np.random.default_rng(0))
+    s = _factor(A, None, method="exact", center=False, rtol=0.0, rng=np.random.default_rng(0),
+                scores_only=True).sigma  # singular values only: no V
     return max(total - float(np.sum(s[:k] ** 2)), 0.0)
 
 
@@ -543,8 +727,10 @@ class LeverageScoreSelector(BaseSelector):
         r = 10 * k if self.n_features_to_select is None else self.n_features_to_select
         r = _check_r(r, A.shape[1], self.scheme)
         rng = _rng(self.seed)
-        V, sigma = right_singular_vectors(A, k, method=self.svd, center=self.center, seed=rng)
-        p = leverage_scores(V)
+        # scores straight from the small side (no d × k matrix V for the exact SVD of a wide X)
+        fac = _factor(A, k, method=self.svd, center=self.center, rtol=None, rng=rng, scores_only=True)
+        raw = fac.row_norms2()
+        p, sigma = raw / raw.sum(), fac.sigma
         idx, w = _SCHEMES[self.scheme](p, r, rng)
         self.sample_indices_, self.sample_weights_ = idx, w
         uniq, merged = merge_duplicates(idx, w)
