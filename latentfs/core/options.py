@@ -386,8 +386,13 @@ def check_moments(values: np.ndarray, *, name: str = "X") -> None:
     latentfs.core.data.DataError: X has values too large for float64 arithmetic: ...
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        finite = values[np.isfinite(values)]
-        ok = np.isfinite(np.var(finite, dtype=np.float64)) and np.isfinite(np.sum(finite * finite))
+        mask = np.isfinite(values)
+        # all finite (the usual case): a view of the entries, not a copy
+        finite = np.ravel(values, order="K") if mask.all() else values[mask]
+        finite = finite.astype(np.float64, copy=False)
+        squares = float(np.dot(finite, finite))
+        # a finite sum of squares below 1e300 bounds the variance too; near the limit, compute it
+        ok = np.isfinite(squares) and (squares < 1e300 or bool(np.isfinite(np.var(finite))))
     if not ok:
         flat = int(np.nanargmax(np.abs(np.where(np.isfinite(values), values, 0.0))))
         row, col = np.unravel_index(flat, values.shape)

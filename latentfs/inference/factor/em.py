@@ -182,9 +182,11 @@ class EStats:
 def prepare_fa_data(values: np.ndarray, *, dtype: torch.dtype, device: Any, use_moments: bool = True) -> FAData:
     """Group rows by missingness pattern and precompute the per-feature sums (and moments if complete)."""
     nan = np.isnan(values)
-    X = torch.as_tensor(np.where(nan, 0.0, values), dtype=dtype, device=device)
+    complete = not nan.any()
+    # complete data are used as they are (read only; no copy when the dtype already matches)
+    X = torch.as_tensor(values if complete else np.where(nan, 0.0, values), dtype=dtype, device=device)
     n, d = values.shape
-    if not nan.any():
+    if complete:
         patterns = torch.ones(1, d, dtype=dtype, device=device)
         of_row = torch.zeros(n, dtype=torch.long, device=device)
         counts = torch.tensor([float(n)], dtype=dtype, device=device)
@@ -202,7 +204,7 @@ def prepare_fa_data(values: np.ndarray, *, dtype: torch.dtype, device: Any, use_
         pattern_of_row=of_row,
         pattern_counts=counts,
         count=(patterns * counts[:, None]).sum(0),
-        sum_squares=(X * X).sum(0),
+        sum_squares=torch.zeros(d, dtype=dtype, device=device),
         values_sq=None if observed is None else X * X,
     )
     if observed is None and use_moments:
@@ -210,6 +212,10 @@ def prepare_fa_data(values: np.ndarray, *, dtype: torch.dtype, device: Any, use_
         Xc = X - mean
         data.col_mean = mean
         data.col_cov = Xc.T @ Xc / n
+        # Σ_n x_nj² from the moments just formed, instead of another pass over X
+        data.sum_squares = n * (torch.diagonal(data.col_cov) + mean * mean)
+    else:
+        data.sum_squares = data.values_sq.sum(0) if data.values_sq is not None else torch.einsum("ij,ij->j", X, X)
     return data
 
 
@@ -289,7 +295,7 @@ def factor_posterior(params: FAParams, data: FAData) -> tuple[torch.Tensor, torc
         Ez = b @ V[0]
         logdet = logdet_M[0] + torch.log(psi).sum()
         n_obs: Any = float(W.shape[0])
-        quad = (R * R / psi).sum(1)
+        quad = R.square_() @ (1.0 / psi)  # R is this call's own temporary: squared in place
     else:
         # r_o = y_o − μ_o expanded, so that no (n, d) temporary is formed: products with the mask only
         values_sq = data.values_sq if data.values_sq is not None else data.values * data.values
@@ -649,7 +655,8 @@ def _fit_fa(
                   tol=tol, progress=progress, warn=warn, acceleration=acceleration,
                   n_starts=_check_n_init(n_init, init), callback=callback)
     post = _fa_posterior(model, matrix, data, run, method, use_priors, time.perf_counter() - started)
-    _flag_heywood(post, values, floor, warn=warn, method=method)
+    # the columns' variances are the covariance's diagonal when it was formed (np.nanvar would re-read X)
+    _flag_heywood(post, values, floor, warn=warn, method=method, var=None if cov is None else np.diag(cov).copy())
     return post
 
 
