@@ -285,11 +285,16 @@ class GaussianFamily:
     def prepare(cls, model: GaussianMixture, X: Any, *, e_step: str = "auto", for_fit: bool = True) -> GaussianFamily:
         data = model.check_data(X)
         raw = data.values
-        shift = np.nanmean(raw, axis=0)
-        xc = np.nan_to_num(raw - shift)
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            variance = np.nanvar(raw, axis=0)
-            largest = np.abs(xc).max(0)
+            if np.isnan(raw).any():
+                shift = np.nanmean(raw, axis=0)
+                xc = np.nan_to_num(raw - shift)
+                variance = np.nanvar(raw, axis=0)
+            else:  # complete data: the same moments without the NaN-aware copies
+                shift = raw.mean(axis=0)
+                xc = raw - shift
+                variance = np.einsum("ij,ij->j", xc, xc) / raw.shape[0]
+            largest = np.maximum(xc.max(0), -xc.min(0))
         # a constant column (or a single row) cannot be fitted, but new data to decode may well be one
         bad = ~np.isfinite(variance) | (largest > 1e150) | ((variance < 1e-280) if for_fit else False)
         if bad.any():
