@@ -392,7 +392,8 @@ def whole_vb_seeds(lines: list[str], train, split, K: int, label: str, n_seeds: 
         data = Path(tmp) / "problem.npz"
         save_problem(data, train, split)
         cache = Path(tmp) / "numba"
-        fresh_call("latentfs-vb", data, K, cache, {"seed": 99})  # fills the numba cache
+        fresh_call("latentfs-vb", data, K, cache, {"seed": 99})  # fills the numba cache: the one-thread kernel
+        fresh_call("latentfs-vb-2threads", data, K, cache, {"seed": 99}, threads=2)  # and the threaded one
         rows = []
         for seed in range(n_seeds):
             one = fresh_call("latentfs-vb", data, K, cache, {"seed": seed})
