@@ -66,8 +66,7 @@ class DCAData:
 
     @functools.cached_property
     def doc(self) -> torch.Tensor:
-        indptr = self.counts.csr.indptr
-        return _as_long(np.repeat(np.arange(self.n_documents), np.diff(indptr)), self.device)
+        return _row_of_nonzeros(self.counts.csr.indptr, self.device)
 
     @property
     def word(self) -> torch.Tensor:
@@ -140,18 +139,19 @@ def prepare(
     counts = X if isinstance(X, CountMatrix) else as_counts(X, empty_documents=empty_documents)  # type: ignore[arg-type]
     csr = counts.csr
     values = torch.as_tensor(csr.data, dtype=dtype, device=device)
-    data = DCAData(counts=counts, values=values, doc_lengths=torch.zeros(0), log_factorials=torch.zeros(0))
-    doc = data.doc
-    data.doc_lengths = torch.zeros(counts.n_documents, dtype=dtype, device=device).index_add_(0, doc, values)
-    data.log_factorials = torch.zeros(counts.n_documents, dtype=dtype, device=device).index_add_(
-        0, doc, torch.lgamma(values + 1)
-    )
-    del data.doc  # rebuilt on first use by the engines that index by non-zero
-    return data
+    doc = _row_of_nonzeros(csr.indptr, device)  # a temporary: DCAData rebuilds it only if an engine asks
+    lengths = torch.zeros(counts.n_documents, dtype=dtype, device=device).index_add_(0, doc, values)
+    logfact = torch.zeros(counts.n_documents, dtype=dtype, device=device).index_add_(0, doc, torch.lgamma(values + 1))
+    return DCAData(counts=counts, values=values, doc_lengths=lengths, log_factorials=logfact)
 
 
 def _as_long(a: Any, device: str | torch.device) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a, dtype=np.int64), device=device)
+
+
+def _row_of_nonzeros(indptr: np.ndarray, device: str | torch.device) -> torch.Tensor:
+    """The row (document) of each stored non-zero of a CSR matrix, in row-major order."""
+    return _as_long(np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr)), device)
 
 
 def resolve_model(model: DCAModel, data: DCAData) -> DCAModel:

@@ -54,6 +54,33 @@ def _expected_doc(a, log_rate, dirichlet, out):  # pragma: no cover
 _EXPECTED: Any = _expected_doc  # rebound to the compiled function by vb_kernels()
 
 
+def _nonzeros_pass(start, stop, col, val, exp_theta_t, ed, acc, want_acc, want_bound, want_stats,
+                   stats):  # pragma: no cover
+    """One pass over the non-zeros ``start`` ≤ t < ``stop`` of a document whose exp E[log latent] is ``ed``:
+    the rate Z_j = Σ_k ed_k θ_jk at each, then (as asked) acc_k += (w_j / Z_j) θ_jk, stats_jk += (w_j / Z_j)
+    ed_k; returns Σ_j w_j log Z_j when ``want_bound`` (else 0)."""
+    K = ed.shape[0]
+    wl = 0.0
+    for t in range(start, stop):
+        j = col[t]
+        z = 0.0
+        for k in range(K):
+            z += ed[k] * exp_theta_t[j, k]
+        r = val[t] / z
+        if want_bound:
+            wl += val[t] * math.log(z)
+        if want_acc:
+            for k in range(K):
+                acc[k] += r * exp_theta_t[j, k]
+        if want_stats:
+            for k in range(K):
+                stats[j, k] += r * ed[k]
+    return wl
+
+
+_PASS: Any = _nonzeros_pass  # rebound to the compiled function by vb_kernels()
+
+
 def _doc_updates(lo, hi, crow, col, val, exp_theta_t, alpha, log_rate, dirichlet, a_in, max_updates, tol,
                  bound_at, stats_at, a_out, a_bound, words, stats, n_updates):  # pragma: no cover
     """Documents ``lo`` ≤ i < ``hi``: up to ``max_updates`` shape updates each, with Θ fixed.
@@ -80,20 +107,7 @@ def _doc_updates(lo, hi, crow, col, val, exp_theta_t, alpha, log_rate, dirichlet
             want_stats = stats_at == LAST and last
             for k in range(K):
                 acc[k] = 0.0
-            wl = 0.0
-            for t in range(crow[i], crow[i + 1]):
-                j = col[t]
-                z = 0.0
-                for k in range(K):
-                    z += ed[k] * exp_theta_t[j, k]
-                r = val[t] / z
-                if want_bound:
-                    wl += val[t] * math.log(z)
-                for k in range(K):
-                    acc[k] += r * exp_theta_t[j, k]
-                if want_stats:
-                    for k in range(K):
-                        stats[j, k] += r * ed[k]
+            wl = _PASS(crow[i], crow[i + 1], col, val, exp_theta_t, ed, acc, True, want_bound, want_stats, stats)
             if want_bound:
                 words[i] = wl
                 for k in range(K):
@@ -110,17 +124,7 @@ def _doc_updates(lo, hi, crow, col, val, exp_theta_t, alpha, log_rate, dirichlet
                 break
         if bound_at == FINAL or stats_at == FINAL:
             _EXPECTED(a, log_rate, dirichlet, ed)
-            wl = 0.0
-            for t in range(crow[i], crow[i + 1]):
-                j = col[t]
-                z = 0.0
-                for k in range(K):
-                    z += ed[k] * exp_theta_t[j, k]
-                wl += val[t] * math.log(z)
-                if stats_at == FINAL:
-                    r = val[t] / z
-                    for k in range(K):
-                        stats[j, k] += r * ed[k]
+            wl = _PASS(crow[i], crow[i + 1], col, val, exp_theta_t, ed, acc, False, True, stats_at == FINAL, stats)
             if bound_at == FINAL:
                 words[i] = wl
                 for k in range(K):
@@ -148,10 +152,11 @@ def vb_kernels() -> dict[str, Any]:
     """Compile the kernels on first use (cached on disk)."""
     import numba
 
-    global _DG, _EXPECTED, _DOC_UPDATES, _PRANGE
+    global _DG, _EXPECTED, _PASS, _DOC_UPDATES, _PRANGE
     # the kernels call these by their module-level names, bound here before anything is compiled
     _DG = _jit(numba, _digamma)
     _EXPECTED = _jit(numba, _expected_doc)
+    _PASS = _jit(numba, _nonzeros_pass, fastmath={"reassoc", "contract"}, inline="always")
     _DOC_UPDATES = _jit(numba, _doc_updates, fastmath={"reassoc", "contract"})
     _PRANGE = numba.prange
     return {

@@ -197,6 +197,15 @@ def prepare_fa_data(values: np.ndarray, *, dtype: torch.dtype, device: Any, use_
         of_row = torch.as_tensor(inverse.reshape(-1), dtype=torch.long, device=device)
         counts = torch.as_tensor(cnt, dtype=dtype, device=device)
         observed = torch.as_tensor(~nan, dtype=dtype, device=device)
+    values_sq = None if observed is None else X * X
+    mean = cov = None
+    if observed is None and use_moments:
+        mean = X.mean(0)
+        Xc = X - mean
+        cov = Xc.T @ Xc / n
+        sum_squares = n * (torch.diagonal(cov) + mean * mean)  # Σ_n x_nj² from the moments, not another pass
+    else:
+        sum_squares = values_sq.sum(0) if values_sq is not None else torch.einsum("ij,ij->j", X, X)
     data = FAData(
         values=X,
         observed=observed,
@@ -204,18 +213,10 @@ def prepare_fa_data(values: np.ndarray, *, dtype: torch.dtype, device: Any, use_
         pattern_of_row=of_row,
         pattern_counts=counts,
         count=(patterns * counts[:, None]).sum(0),
-        sum_squares=torch.zeros(d, dtype=dtype, device=device),
-        values_sq=None if observed is None else X * X,
+        sum_squares=sum_squares,
+        values_sq=values_sq,
     )
-    if observed is None and use_moments:
-        mean = X.mean(0)
-        Xc = X - mean
-        data.col_mean = mean
-        data.col_cov = Xc.T @ Xc / n
-        # Σ_n x_nj² from the moments just formed, instead of another pass over X
-        data.sum_squares = n * (torch.diagonal(data.col_cov) + mean * mean)
-    else:
-        data.sum_squares = data.values_sq.sum(0) if data.values_sq is not None else torch.einsum("ij,ij->j", X, X)
+    data.col_mean, data.col_cov = mean, cov
     return data
 
 
