@@ -14,6 +14,7 @@ from latentfs.select.leverage import (
     kmeans_feature_selection,
     kmeans_objective,
     leverage_scores,
+    leverage_scores_from_data,
     merge_duplicates,
     right_singular_vectors,
     sample_features,
@@ -123,6 +124,29 @@ def test_sparse_dense_and_randomized_svd_agree(rng):
     Ve, se = right_singular_vectors(A, 5)
     np.testing.assert_allclose(sr, se, rtol=1e-8)
     np.testing.assert_allclose(leverage_scores(Vr), leverage_scores(Ve), atol=1e-10)
+
+
+def test_sparse_randomized_svd_on_the_gram_side_matches_exact(rng, monkeypatch):
+    # A wide sparse matrix of rank 5 (60 mixtures of 5 sparse rows): n² ≤ d·m, so the randomized range finder
+    # iterates on the 60 × 60 Gram matrix; with k + oversampling ≥ rank it must recover the exact subspace.
+    R = sp.random(5, 2000, density=0.02, random_state=np.random.RandomState(3), format="csr")
+    A = sp.csr_matrix(rng.normal(size=(60, 5)) @ R)
+    from latentfs.select import leverage as lev
+
+    calls, original = [], lev._randomized_gram_left
+    monkeypatch.setattr(lev, "_randomized_gram_left", lambda *a, **k: calls.append(1) or original(*a, **k))
+    for center in (False, True):
+        Ve, se = right_singular_vectors(A, 4, center=center)
+        Vr, sr = right_singular_vectors(A, 4, method="randomized", center=center, seed=0)
+        np.testing.assert_allclose(sr, se, rtol=1e-9)
+        np.testing.assert_allclose(np.abs(Vr.T @ Ve), np.eye(4), atol=1e-8)  # same directions, up to sign
+        p_exact, _ = leverage_scores_from_data(A, 4, center=center)
+        p_rand, s_rand = leverage_scores_from_data(A, 4, method="randomized", center=center, seed=0)
+        np.testing.assert_allclose(p_rand, p_exact, atol=1e-10)
+        np.testing.assert_allclose(s_rand, se, rtol=1e-9)
+    assert len(calls) == 4  # every randomized call took the Gram side
+    with pytest.raises(DataError, match="numerical rank of X \\(5\\)"):
+        leverage_scores_from_data(A, 6, method="randomized", seed=0)
 
 
 def test_kmeans_and_accuracy():
