@@ -311,6 +311,7 @@ class _StreamedFactor:
     def __init__(self, op: _Affine, U: np.ndarray, sigma: np.ndarray) -> None:
         self.op, self.U, self.sigma = op, np.ascontiguousarray(U), sigma
         self.shape = (op.shape[1], sigma.size)
+        self._norms2: np.ndarray | None = None
 
     def truncate(self, k: int) -> _StreamedFactor:
         return _StreamedFactor(self.op, self.U[:, :k], self.sigma[:k])
@@ -321,13 +322,18 @@ class _StreamedFactor:
         return out
 
     def row_norms2(self) -> np.ndarray:
-        d = self.shape[0]
-        raw = np.empty(d)
-        for start in range(0, d, _BLOCK):
-            B = self.rows(slice(start, min(start + _BLOCK, d)))
-            raw[start:start + B.shape[0]] = np.einsum("ij,ij->i", B, B)
-            del B  # one block alive at a time
-        return raw
+        """‖V_(j)‖² for every feature (read-only; computed once per factor, since a selector needs it both
+        to pick and to report the scores)."""
+        if self._norms2 is None:
+            d = self.shape[0]
+            raw = np.empty(d)
+            for start in range(0, d, _BLOCK):
+                B = self.rows(slice(start, min(start + _BLOCK, d)))
+                raw[start:start + B.shape[0]] = np.einsum("ij,ij->i", B, B)
+                del B  # one block alive at a time
+            raw.flags.writeable = False
+            self._norms2 = raw
+        return self._norms2
 
     def dense(self) -> np.ndarray:
         return self.rows(None)
