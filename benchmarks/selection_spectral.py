@@ -191,6 +191,9 @@ def bench_sparse_svm(n_features: int, r: int, repeats: int) -> None:
     run("leverage, unsupervised (top-r)",
         lambda: LeverageScoreSelector(r, n_components=50, svd="randomized", scheme="top", seed=0).fit(Xtr),
         lambda s, Z: s.transform(Z))
+    run("leverage, unsupervised (exact SVD, top-r)",
+        lambda: LeverageScoreSelector(r, n_components=50, scheme="top", seed=0).fit(Xtr),
+        lambda s, Z: s.transform(Z))
     run("leverage, supervised (SVs, iid)",
         lambda: SVMFeatureSelector(r, method="leverage", mode="supervised", svm="linear_svc", seed=0).fit(Xtr, ytr),
         lambda s, Z: s.transform(Z))

@@ -149,7 +149,8 @@ class _Affine:
         o = self if other is None else other
         ww = w * self.inv * o.inv
         if sp.issparse(self.X):
-            core = np.asarray((self.X.multiply(ww[None, :]) @ o.X.T).todense())
+            left = self.X if np.all(ww == 1.0) else self.X.multiply(ww[None, :])  # no copy for the plain Gram
+            core = np.asarray((left @ o.X.T).todense())
             b1 = np.asarray(self.X @ (ww * o.mean)).ravel()
             b2 = np.asarray(o.X @ (ww * self.mean)).ravel()
         else:
