@@ -176,6 +176,10 @@ def demo(args: argparse.Namespace) -> int:
     print(f"done in {elapsed:.1f} s ({result.diagnostics.get('n_iter', '')} iterations)"
           if args.method != "gibbs" else f"done in {elapsed:.1f} s; max split-R̂ of topic_word after alignment: "
           f"{result.diagnostics.get('rhat_max_topic_word', float('nan')):.2f}")
+    learned = result.hyperparameters.get("learned") or []
+    if "gamma" in learned:
+        print(f"learned γ = {float(result.hyperparameters['gamma']):.3g} (the model's {model.gamma:g} was the starting "
+              "value; learn_gamma=False keeps it)")
     weights = _print_weights(result, 8, sys.stdout)
     idata_path = out_dir / "reuters_dca.nc"
     result.to_inference_data(num_draws=100).to_netcdf(idata_path)

@@ -266,7 +266,8 @@ plt.show()
 split = split_documents(X[300:], 0.5, seed=0)
 train_x = X[:300]
 rows = []
-chapter_schedule = {"doc_restart": False, "inner_iters": 1}  # Fig. 4: documents continue from the last cycle
+# Fig. 4: documents continue from the last cycle, and γ stays as given (the chapter does not learn it)
+chapter_schedule = {"doc_restart": False, "inner_iters": 1, "learn_gamma": False}
 for name, model, extra in [
     ("DM, α fixed", latentfs.DirichletDCA(K, alpha=0.1, gamma=0.1), chapter_schedule),
     ("DM, α learned", latentfs.DirichletDCA(K, alpha=0.1, gamma=0.1), {**chapter_schedule, "learn_alpha": True}),

@@ -24,7 +24,9 @@ unchanged (each group's probabilities Σ_k m_k θ_jk are already normalised), th
 coefficient becomes Σ_g log L_g! − Σ_j log w_j!, and Θ is normalised within each group
 (``theta_update`` "chapter" or "map").
 
-``learn_alpha`` / ``learn_beta`` update the hyperparameters after every cycle
+``learn_gamma`` (on by default for an ungrouped model with a scalar γ) re-estimates the topic–word prior
+from each cycle's expected counts for :data:`GAMMA_LEARNING_CYCLES` cycles from ``learn_after`` on
+(:func:`gamma_update`), then holds it. ``learn_alpha`` / ``learn_beta`` update the hyperparameters after every cycle
 (:func:`latentfs.inference.dca.hyper.vb_hyper_update`: Newton on Σ_i E_q[log m_(i)] for DM α, the gamma
 shape equation for GaP α, β_k = α_k I / Σ_i E_q[l_ik] for GaP β); the objective is then no longer
 guaranteed monotone.
@@ -355,19 +357,49 @@ def vb_step(
     inner_iters: int = 1,
     bound_at: str = "input",
     n_threads: int = 1,
+    learn_gamma: bool = False,
 ) -> tuple[VBState, float, float]:
     """One major cycle (Fig. 4): update every a (``inner_iters`` times), then Θ.
 
     Returns (new state, objective, bound), evaluated at the input state (``bound_at="input"``: the
     objective then never decreases from cycle to cycle) or at the last inner iteration's a
-    (``bound_at="last"``, used when documents restart every cycle).
+    (``bound_at="last"``, used when documents restart every cycle). With ``learn_gamma`` the symmetric γ is
+    re-estimated from this cycle's statistics (:func:`gamma_update`) before Θ is updated, and
+    ``hyper["gamma"]`` is replaced by the new value.
     """
     gamma = hyper["gamma"]
     stats, bound, a = vb_estep(model, data, state.doc_shape, state.topic_word, hyper, theta_update, inner_iters,
                                bound_at, n_threads)
     objective = bound + theta_objective(state.topic_word, gamma, theta_update)
+    if learn_gamma:
+        gamma = hyper["gamma"] = torch.full_like(gamma, gamma_update(stats, float(gamma[0])))
     theta = _theta_from_stats(stats, gamma, theta_update, model_groups(model, data))
     return VBState(doc_shape=a, topic_word=theta), float(objective), float(bound)
+
+
+def gamma_update(stats: torch.Tensor, gamma: float, *, floor: float = 1e-6) -> float:
+    """The symmetric topic–word prior γ that maximises Σ_k E_q[log Dirichlet(θ_k | γ)] with q(θ_k) =
+    Dirichlet(γ_old + S_k), S (K, J) a cycle's expected counts.
+
+    With T = Σ_{k,j} E_q[log θ_kj] = Σ_{k,j} [ψ(λ_kj) − ψ(Σ_j λ_kj)], λ = γ_old + S, the maximiser solves
+    ψ(Jγ) − ψ(γ) = −T / (KJ) (the empirical-Bayes step for the topic–word prior of Blei, Ng & Jordan 2003,
+    Appendix A.4.2, with a symmetric parameter); Newton's method on log γ, where the left side is monotone.
+    Costs J·K digammas per call.
+    """
+    from scipy.special import digamma, polygamma
+
+    K, J = stats.shape[-2:]
+    lam = stats + gamma
+    T = float((torch.digamma(lam) - torch.digamma(lam.sum(-1, keepdim=True))).sum())
+    target = -T / (K * J)
+    x = float(np.log(gamma))
+    for _ in range(100):
+        g = float(np.exp(x))
+        step = (digamma(J * g) - digamma(g) - target) / ((J * polygamma(1, J * g) - polygamma(1, g)) * g)
+        x -= float(np.clip(step, -2.0, 2.0))
+        if abs(step) < 1e-12:
+            break
+    return max(float(np.exp(x)), floor)
 
 
 def converge_documents(
@@ -453,6 +485,27 @@ def _check_options(theta_update: str, inner_iters: Any, n_init: Any) -> None:
     check_options(inner_iters=inner_iters, n_init=n_init)
 
 
+#: What ``learn_gamma=None`` means for an in-memory fit of an ungrouped model with a scalar γ.
+LEARN_GAMMA_BY_DEFAULT = True
+#: Cycles (from ``learn_after`` on) in which γ is re-estimated; it is held afterwards so the objective converges.
+GAMMA_LEARNING_CYCLES = 20
+
+
+def _check_learn_gamma(model: DCAModel, learn_gamma: Any) -> bool:
+    """``learn_gamma`` resolved: None is :data:`LEARN_GAMMA_BY_DEFAULT` where γ can be learned, else False."""
+    scalar = getattr(model, "groups", None) is None and np.asarray(model.gamma).ndim == 0
+    if learn_gamma is None:
+        return LEARN_GAMMA_BY_DEFAULT and scalar
+    if not isinstance(learn_gamma, (bool, np.bool_)):
+        raise DataError(f"learn_gamma must be True, False or None; got {learn_gamma!r}. Pass True to learn γ.")
+    if learn_gamma and not scalar:
+        raise DataError(
+            "learn_gamma=True learns one symmetric γ; got a grouped model or a vector γ. Pass a scalar gamma and "
+            "no groups, or learn_gamma=False."
+        )
+    return bool(learn_gamma)
+
+
 def _check_init(init: VBState, model: DCAModel, data: DCAData) -> VBState:
     shapes = ((data.n_documents, model.n_components), (model.n_components, data.n_features))
     got = (tuple(init.doc_shape.shape), tuple(init.topic_word.shape))
@@ -488,6 +541,7 @@ def fit_vb(
     learn_after: int = 20,
     persist: bool = True,
     n_threads: int | None = None,
+    learn_gamma: bool | None = None,
 ) -> Posterior:
     """Fit a DCA model by mean-field VB (``latentfs.fit(model, X, method="vb", ...)``).
 
@@ -528,6 +582,17 @@ def fit_vb(
         0.97] (tests/inference/dca/test_dca_trust.py). Learning α from the first cycle,
         when the near-uniform starting Θ makes every q(m) flat, can run away (α → ∞ keeps the components
         identical; seen on the Reuters sample); 20 cycles avoided it in every case measured.
+    learn_gamma : bool or None
+        Learn the symmetric topic–word prior γ (ungrouped model, scalar γ), so the model's γ is a starting value
+        (empirical Bayes, as the collapsed sampler's default): in cycles ``learn_after`` to ``learn_after +``
+        :data:`GAMMA_LEARNING_CYCLES` − 1, γ is set to the maximiser of Σ_k E_q[log Dirichlet(θ_k | γ)] given
+        the cycle's expected counts (:func:`gamma_update`) before Θ is updated; then it is held, so that the
+        objective converges. Chosen by measurement on sim50 (2000 × 5000, K = 50, planted γ = 0.01): from the
+        default γ = 0.5 it settles at 0.17–0.18 and the default fit's held-out log-likelihood per token rose from
+        −6.88…−6.92 to −6.74…−6.77 (seeds 0–2; scikit-learn's default −6.89) for 3–18% more CPU time. The learned
+        value is in ``hyperparameters["gamma"]`` (``hyperparameters["learned"]`` lists it) and its value after
+        every cycle in ``extras["gamma_trace"]``. None (default): :data:`LEARN_GAMMA_BY_DEFAULT` where γ can be
+        learned, else False; dask input learns it in the driver from the summed statistics, on the same schedule.
     persist : bool
         Dask input only (see Notes): keep every validated shard in memory where it was first computed (on a
         worker under a distributed Client), instead of reading and validating it again at every cycle.
@@ -575,6 +640,9 @@ def fit_vb(
             f"n_threads must be None (automatic) or an integer >= 1; got {n_threads!r}. Use 1 for one thread."
         )
     learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta)
+    from latentfs.core.shards import is_dask_array
+
+    learn_g = _check_learn_gamma(model, learn_gamma)
     if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
         raise DataError(
             f"learn_after must be a non-negative integer (cycles before learning starts); got {learn_after!r}."
@@ -583,8 +651,6 @@ def fit_vb(
         raise DataError(
             "theta_update='full' is not available for a grouped model (groups=…); use theta_update='chapter' or 'map'."
         )
-    from latentfs.core.shards import is_dask_array
-
     if is_dask_array(X):
         if learn:
             raise DataError(
@@ -601,6 +667,7 @@ def fit_vb(
             model, X, theta_update=theta_update, max_iter=max_iter, tol=tol, inner_iters=inner_iters,
             doc_restart=doc_restart, n_init=n_init, seed=seed, dtype=dtype, device=device,
             empty_documents=empty_documents, progress=progress, warn=warn, callback=callback, persist=persist,
+            learn_gamma=learn_g, learn_after=int(learn_after),
         )
     data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
     model = resolve_model(model, data)
@@ -619,11 +686,11 @@ def fit_vb(
             state = vb_init(model, data, gens[r], theta_update)
         bounds: list[float] = []
         hyper = dict(hyper0)
-        hyper_trace: dict[str, list[np.ndarray]] = {name: [] for name in learn}
+        hyper_trace: dict[str, list[Any]] = {name: [] for name in learn + (("gamma",) if learn_g else ())}
 
         def step(
             s: VBState, _bounds: list[float] = bounds, _h: dict[str, torch.Tensor] = hyper,
-            _trace: dict[str, list[np.ndarray]] = hyper_trace,
+            _trace: dict[str, list[Any]] = hyper_trace,
         ) -> tuple[VBState, float]:
             if doc_restart:
                 s = VBState(doc_shape=restart_shape_for(_h), topic_word=s.topic_word)
@@ -636,9 +703,12 @@ def fit_vb(
                     topic_word=s.topic_word,
                 )
             new, objective, bound = vb_step(
-                model, data, s, _h, theta_update, inner_iters, "last" if doc_restart else "input", threads
+                model, data, s, _h, theta_update, inner_iters, "last" if doc_restart else "input", threads,
+                learn_gamma=learn_g and learn_after <= len(_bounds) < learn_after + GAMMA_LEARNING_CYCLES,
             )
             _bounds.append(bound)
+            if learn_g:
+                _trace["gamma"].append(float(_h["gamma"][0]))
             if learn:
                 if len(_bounds) > learn_after:
                     # learn from converged document shapes at the new Θ, not from a few updates after a restart
@@ -662,11 +732,13 @@ def fit_vb(
     run, runs = run_restarts(n_init, one, warn=warn, desc=f"{type(model).__name__} VB",
                              remedies="raise max_iter, loosen tol, or use inner_iters > 1")
     hyper = run.info["hyper"]
-    if learn:
-        model = with_hyperparameters(model, **{name: hyper[name] for name in learn})
+    learned = learn + (("gamma",) if learn_g else ())
+    if learned:
+        model = with_hyperparameters(model, **{name: hyper[name] for name in learn},
+                                     **({"gamma": float(hyper["gamma"][0])} if learn_g else {}))
     post = _to_posterior(model, data, run, theta_update, hyper, num_ll_draws, gens[0], [r.objective for r in runs])
-    if learn:
-        post.hyperparameters["learned"] = list(learn)
+    if learned:
+        post.hyperparameters["learned"] = list(learned)
         for name, values in run.info["hyper_trace"].items():
             post.extras[f"{name}_trace"] = values
     return post

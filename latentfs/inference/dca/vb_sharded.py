@@ -19,12 +19,15 @@ from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, 
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import DCAData, DCAModel, model_groups, prepare, resolve_model
+from latentfs.inference.dca.hyper import with_hyperparameters
 from latentfs.inference.dca.vb import (
+    GAMMA_LEARNING_CYCLES,
     VBState,
     _build_posterior,
     _hyper,
     _theta_from_stats,
     components_separated,
+    gamma_update,
     init_topic_word,
     restart_shape,
     theta_objective,
@@ -122,8 +125,11 @@ def fit_vb_dask(
     warn: bool,
     callback: Any,
     persist: bool,
+    learn_gamma: bool = False,
+    learn_after: int = 20,
 ) -> Posterior:
-    """:func:`fit_vb` on a dask array (its Notes): the same cycles, with the document half as shard tasks."""
+    """:func:`fit_vb` on a dask array (its Notes): the same cycles, with the document half as shard tasks; γ is
+    learned in the driver from the summed statistics, on the in-memory schedule."""
     import warnings
 
     from latentfs.core import shards
@@ -181,6 +187,8 @@ def fit_vb_dask(
             start = shards.delayed(_shard_start, pure=True)
             shapes = [start(p, model, hyper_np) for p in prepared]
         bounds: list[float] = []
+        h = dict(hyper)  # this start's hyperparameters (γ may be learned)
+        gamma_trace: list[float] = []
 
         def step(s: ShardedVBState) -> tuple[ShardedVBState, float]:
             theta_key = shards.wrap(s.topic_word.cpu().numpy())
@@ -197,9 +205,13 @@ def fit_vb_dask(
             stats_np, bound_value = shards.compute(stats_total, bound_total)
             stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
             bound = float(bound_value)
-            objective = bound + float(theta_objective(s.topic_word, hyper["gamma"], theta_update))
+            objective = bound + float(theta_objective(s.topic_word, h["gamma"], theta_update))
+            if learn_gamma and learn_after <= len(bounds) < learn_after + GAMMA_LEARNING_CYCLES:
+                h["gamma"] = torch.full_like(h["gamma"], gamma_update(stats, float(h["gamma"][0])))
             bounds.append(bound)
-            theta = _theta_from_stats(stats, hyper["gamma"], theta_update, groups)
+            if learn_gamma:
+                gamma_trace.append(float(h["gamma"][0]))
+            theta = _theta_from_stats(stats, h["gamma"], theta_update, groups)
             return ShardedVBState(doc_shape=kept_outs, topic_word=theta), objective
 
         run = run_optimizer(
@@ -209,11 +221,17 @@ def fit_vb_dask(
         )
         run.info["bounds"] = np.asarray(bounds[: run.n_iter])
         run.info["restart"] = r
+        run.info["hyper"] = h
+        run.info["gamma_trace"] = np.asarray(gamma_trace[: run.n_iter])
         return run
 
     run, runs = run_restarts(n_init, one, warn=warn, desc=f"{type(model).__name__} VB",
                              remedies="raise max_iter, loosen tol, or use inner_iters > 1")
     final: ShardedVBState = run.state
+    hyper = run.info["hyper"]
+    hyper_np = {k: v.cpu().numpy() for k, v in hyper.items()}
+    if learn_gamma:
+        model = with_hyperparameters(model, gamma=float(hyper["gamma"][0]))
     theta_key = shards.wrap(final.topic_word.cpu().numpy())
     fin = shards.delayed(shards.shard_task, nout=2, pure=False)
     outs = [
@@ -238,6 +256,9 @@ def fit_vb_dask(
         coords=coords, kept_documents=kept, doc_lengths=lengths_np, groups=groups,
     )
     post.diagnostics["shards"] = len(prepared)
+    if learn_gamma:
+        post.hyperparameters["learned"] = ["gamma"]
+        post.extras["gamma_trace"] = run.info["gamma_trace"]
     return post
 
 

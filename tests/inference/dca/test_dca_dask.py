@@ -42,6 +42,11 @@ def _max_rel(a, b):
 
 def _assert_same(got, ref):
     assert _max_rel(_concentration(got), _concentration(ref)) < RTOL
+    # γ is learned from cycle 20 on by default (OPTS runs 25), in the driver for dask input
+    assert got.hyperparameters.get("learned") == ref.hyperparameters.get("learned")
+    assert _max_rel(got.hyperparameters["gamma"], ref.hyperparameters["gamma"]) < RTOL
+    if "gamma_trace" in ref.extras:
+        assert _max_rel(got.extras["gamma_trace"], ref.extras["gamma_trace"]) < RTOL
     assert got.trace.shape == ref.trace.shape
     assert _max_rel(got.trace, ref.trace) < RTOL
     assert _max_rel(got.extras["bound_trace"], ref.extras["bound_trace"]) < RTOL
