@@ -382,8 +382,8 @@ def gamma_update(stats: torch.Tensor, gamma: float, *, floor: float = 1e-6) -> f
     Dirichlet(γ_old + S_k), S (K, J) a cycle's expected counts.
 
     With T = Σ_{k,j} E_q[log θ_kj] = Σ_{k,j} [ψ(λ_kj) − ψ(Σ_j λ_kj)], λ = γ_old + S, the maximiser solves
-    ψ(Jγ) − ψ(γ) = −T / (KJ) (the empirical-Bayes step for the topic–word prior of Blei, Ng & Jordan 2003,
-    Appendix A.4.2, with a symmetric parameter); Newton's method on log γ, where the left side is monotone.
+    ψ(Jγ) − ψ(γ) = −T / (KJ) (the variational-EM estimate of smoothed LDA's η in Blei, Ng & Jordan 2003, with a
+    symmetric parameter); Newton's method on log γ, where the left side is monotone.
     Costs J·K digammas per call.
     """
     from scipy.special import digamma, polygamma
@@ -640,8 +640,6 @@ def fit_vb(
             f"n_threads must be None (automatic) or an integer >= 1; got {n_threads!r}. Use 1 for one thread."
         )
     learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta)
-    from latentfs.core.shards import is_dask_array
-
     learn_g = _check_learn_gamma(model, learn_gamma)
     if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
         raise DataError(
@@ -651,6 +649,8 @@ def fit_vb(
         raise DataError(
             "theta_update='full' is not available for a grouped model (groups=…); use theta_update='chapter' or 'map'."
         )
+    from latentfs.core.shards import is_dask_array
+
     if is_dask_array(X):
         if learn:
             raise DataError(
