@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
@@ -33,18 +33,17 @@ import scipy.linalg as sla
 from latentfs.core.base import BaseSelector, require_y, rescaled
 from latentfs.core.data import DataError, as_labels
 from latentfs.core.weights import FeatureWeights
-from latentfs.select.leverage import (
+from latentfs.select.leverage import _SCHEMES, _check_r, merge_duplicates
+from latentfs.select.singular import (
     _BLOCK,
-    _SCHEMES,
     _Affine,
     _as_matrix,
-    _check_r,
     _ExplicitFactor,
     _Factor,
     _factor,
     _numerical_rank,
     _rng,
-    merge_duplicates,
+    _tsqr_left,
 )
 
 __all__ = [
@@ -285,12 +284,7 @@ def _sketch_right_vectors(A: Any, G: np.ndarray) -> np.ndarray:
     d = A.shape[1]
     op = _Affine(A)
     GT = np.ascontiguousarray(G.T)  # n × t
-    step = max(_BLOCK, 2 * t)
-    R = np.zeros((0, t))
-    for start in range(0, d, step):  # TSQR of (G A)ᵀ = Aᵀ Gᵀ, one block of features at a time
-        B = op.rmatmat_rows(GT, slice(start, min(start + step, d)))
-        R = cast(np.ndarray, np.linalg.qr(np.vstack([R, B]), mode="r"))  # R only (numpy returns no Q)
-    U, s, _ = np.linalg.svd(R.T, full_matrices=False)
+    U, s = _tsqr_left(t, d, lambda b: op.rmatmat_rows(GT, b))  # (G A)[:, b]ᵀ = A[:, b]ᵀ Gᵀ
     rank = _numerical_rank(s, (t, d), None)
     Vh = op.rmatmat(GT @ (U[:, :rank] / s[:rank]))  # = (G A)ᵀ U Σ⁻¹, d × rank
     C = Vh.T @ Vh

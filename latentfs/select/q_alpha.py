@@ -50,7 +50,7 @@ from latentfs.core.base import BaseSelector, require_y
 from latentfs.core.data import DataError, DataWarning, as_labels, check_n_components, check_positive
 from latentfs.core.driver import OptimizerRun, chain_generators, run_restarts
 from latentfs.core.weights import FeatureWeights
-from latentfs.select.leverage import _Affine, _as_matrix, _column_moments, _rng
+from latentfs.select.singular import _Affine, _as_matrix, _column_moments, _rng
 
 __all__ = [
     "QAlpha",

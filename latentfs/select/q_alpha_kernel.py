@@ -23,7 +23,6 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from latentfs.core.base import BaseSelector
 from latentfs.core.data import DataError, check_n_components
 from latentfs.core.weights import FeatureWeights
-from latentfs.select.leverage import _as_matrix, _rng
 from latentfs.select.q_alpha import (
     _SOLVERS,
     QAlphaResult,
@@ -33,6 +32,7 @@ from latentfs.select.q_alpha import (
     _QAlphaSelectorMixin,
     _row_preprocess,
 )
+from latentfs.select.singular import _as_matrix, _rng
 
 __all__ = ["KernelQAlpha", "feature_kernel", "kernel_q_alpha"]
 

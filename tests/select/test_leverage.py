@@ -131,10 +131,10 @@ def test_sparse_randomized_svd_on_the_gram_side_matches_exact(rng, monkeypatch):
     # iterates on the 60 × 60 Gram matrix; with k + oversampling ≥ rank it must recover the exact subspace.
     R = sp.random(5, 2000, density=0.02, random_state=np.random.RandomState(3), format="csr")
     A = sp.csr_matrix(rng.normal(size=(60, 5)) @ R)
-    from latentfs.select import leverage as lev
+    from latentfs.select import singular
 
-    calls, original = [], lev._randomized_gram_left
-    monkeypatch.setattr(lev, "_randomized_gram_left", lambda *a, **k: calls.append(1) or original(*a, **k))
+    calls, original = [], singular._randomized_gram_left
+    monkeypatch.setattr(singular, "_randomized_gram_left", lambda *a, **k: calls.append(1) or original(*a, **k))
     for center in (False, True):
         Ve, se = right_singular_vectors(A, 4, center=center)
         Vr, sr = right_singular_vectors(A, 4, method="randomized", center=center, seed=0)

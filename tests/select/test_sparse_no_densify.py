@@ -13,6 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import latentfs.select.leverage as lev
+import latentfs.select.singular as singular
 from latentfs.select.bss import SVMFeatureSelector, approx_bss_select, gram_deviation
 from latentfs.select.leverage import (
     LeverageScoreSelector,
@@ -68,7 +69,7 @@ def test_streamed_scores_equal_the_v_path(rng, sparse, center, k, deficient):
 
 
 def test_streamed_scores_span_several_blocks_and_keep_errors(rng, monkeypatch):
-    monkeypatch.setattr(lev, "_BLOCK", 64)  # 400 features = 7 blocks, the last one partial
+    monkeypatch.setattr(singular, "_BLOCK", 64)  # 400 features = 7 blocks, the last one partial
     A = sparse_wide(rng, 20, 400, density=0.05)
     for X in (A, A.toarray()):
         p, _ = leverage_scores_from_data(X, 5, center=True)
@@ -117,21 +118,21 @@ def test_approx_bss_without_the_sketch_matches_the_sketch_svd(rng):
 def test_no_feature_block_larger_than_the_block_size(rng, monkeypatch):
     # every product with Aᵀ made while computing scores has at most _BLOCK rows (features); the old path
     # made one d × rank product
-    A = sparse_wide(rng, 30, 3 * lev._BLOCK + 5, density=0.01)
+    A = sparse_wide(rng, 30, 3 * singular._BLOCK + 5, density=0.01)
     seen = []
-    orig = lev._Affine.rmatmat_rows
+    orig = singular._Affine.rmatmat_rows
 
     def spy(self, C, rows):
         out = orig(self, C, rows)
         seen.append(out.shape)
         return out
 
-    monkeypatch.setattr(lev._Affine, "rmatmat_rows", spy)
+    monkeypatch.setattr(singular._Affine, "rmatmat_rows", spy)
     leverage_scores_from_data(A, None)
     LeverageScoreSelector(20, n_components=3).fit(A)
     SVMFeatureSelector(20, method="leverage").fit(A)
     assert len(seen) >= 3 * 4
-    assert max(s[0] for s in seen) <= lev._BLOCK
+    assert max(s[0] for s in seen) <= singular._BLOCK
 
 
 def _peak_bytes(fn):

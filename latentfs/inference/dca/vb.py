@@ -491,6 +491,12 @@ LEARN_GAMMA_BY_DEFAULT = True
 GAMMA_LEARNING_CYCLES = 20
 
 
+def learns_gamma_at(cycle: int, learn_after: int) -> bool:
+    """Whether cycle ``cycle`` (0-based) re-estimates γ: the window of :data:`GAMMA_LEARNING_CYCLES` from
+    ``learn_after`` on (the in-memory and the dask fits share it)."""
+    return learn_after <= cycle < learn_after + GAMMA_LEARNING_CYCLES
+
+
 def _check_learn_gamma(model: DCAModel, learn_gamma: Any) -> bool:
     """``learn_gamma`` resolved: None is :data:`LEARN_GAMMA_BY_DEFAULT` where γ can be learned, else False."""
     scalar = getattr(model, "groups", None) is None and np.asarray(model.gamma).ndim == 0
@@ -704,7 +710,7 @@ def fit_vb(
                 )
             new, objective, bound = vb_step(
                 model, data, s, _h, theta_update, inner_iters, "last" if doc_restart else "input", threads,
-                learn_gamma=learn_g and learn_after <= len(_bounds) < learn_after + GAMMA_LEARNING_CYCLES,
+                learn_gamma=learn_g and learns_gamma_at(len(_bounds), learn_after),
             )
             _bounds.append(bound)
             if learn_g:

@@ -21,7 +21,6 @@ from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import DCAData, DCAModel, model_groups, prepare, resolve_model
 from latentfs.inference.dca.hyper import with_hyperparameters
 from latentfs.inference.dca.vb import (
-    GAMMA_LEARNING_CYCLES,
     VBState,
     _build_posterior,
     _hyper,
@@ -29,6 +28,7 @@ from latentfs.inference.dca.vb import (
     components_separated,
     gamma_update,
     init_topic_word,
+    learns_gamma_at,
     restart_shape,
     theta_objective,
     theta_stats,
@@ -206,7 +206,7 @@ def fit_vb_dask(
             stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
             bound = float(bound_value)
             objective = bound + float(theta_objective(s.topic_word, h["gamma"], theta_update))
-            if learn_gamma and learn_after <= len(bounds) < learn_after + GAMMA_LEARNING_CYCLES:
+            if learn_gamma and learns_gamma_at(len(bounds), learn_after):
                 h["gamma"] = torch.full_like(h["gamma"], gamma_update(stats, float(h["gamma"][0])))
             bounds.append(bound)
             if learn_gamma:
