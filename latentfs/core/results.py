@@ -442,18 +442,21 @@ class Posterior:
                 entry.update(r_hat_max=float("nan"), ess_bulk_min=float("nan"), ess_tail_min=float("nan"))
                 out[site] = entry
                 continue
-            ds = az.convert_to_dataset({"x": sub[:, :, varying]})
             # ArviZ's numba paths compile on first use in every process (seconds) and are slower than
             # its numpy paths at these sizes: use the numpy paths, and leave the caller's setting as it was.
+            # Each entry goes to ArviZ as its own (chain, draw) array, the form its functions take without
+            # a Dataset: the same numbers as a Dataset gives, without building one (xarray's first Dataset
+            # in a process imports dask to test for dask arrays, 0.8 s on the benchmark machine).
             numba_was_on = bool(getattr(az.Numba, "numba_flag", False))
             if numba_was_on:
                 az.Numba.disable_numba()
             try:
                 with np.errstate(all="ignore"), warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    rhat = np.asarray(az.rhat(ds, method="rank")["x"])
-                    bulk = np.asarray(az.ess(ds, method="bulk")["x"])
-                    tail = np.asarray(az.ess(ds, method="tail")["x"])
+                    cols = np.ascontiguousarray(np.moveaxis(sub[:, :, varying], 2, 0))
+                    rhat = np.array([az.rhat(c, method="rank") for c in cols], dtype=np.float64)
+                    bulk = np.array([az.ess(c, method="bulk") for c in cols], dtype=np.float64)
+                    tail = np.array([az.ess(c, method="tail") for c in cols], dtype=np.float64)
             finally:
                 if numba_was_on:
                     az.Numba.enable_numba()

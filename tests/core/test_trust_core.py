@@ -97,6 +97,33 @@ def test_check_convergence_is_quiet_on_independent_draws(rng):
     assert out["mu"]["r_hat_max"] < 1.01 and out["mu"]["ess_bulk_min"] > 1000
 
 
+def test_check_convergence_equals_arviz_on_a_dataset(rng):
+    # The check hands ArviZ one (chain, draw) array per entry; ArviZ's Dataset route must give the same
+    # numbers (an AR(1) pair of chains with an offset, so R̂ and both ESS are far from their ideal values).
+    import arviz as az
+
+    e = rng.normal(size=(2, 300, 5))
+    x = np.empty_like(e)
+    x[:, 0] = e[:, 0]
+    for t in range(1, 300):
+        x[:, t] = 0.9 * x[:, t - 1] + e[:, t]
+    x[1] += 0.5
+    post = Posterior(model="m", method="gibbs", dims={"mu": ("feature",)}, coords={},
+                     trace=np.zeros((2, 300)), draws={"mu": x})
+    out = post.check_convergence(warn=False)["mu"]
+    ds = az.convert_to_dataset({"mu": x})
+    was_on = bool(az.Numba.numba_flag)
+    az.Numba.disable_numba()  # the check uses ArviZ's numpy paths
+    try:
+        want = (float(az.rhat(ds, method="rank")["mu"].max()), float(az.ess(ds, method="bulk")["mu"].min()),
+                float(az.ess(ds, method="tail")["mu"].min()))
+    finally:
+        if was_on:
+            az.Numba.enable_numba()
+    assert (out["r_hat_max"], out["ess_bulk_min"], out["ess_tail_min"]) == pytest.approx(want, rel=1e-12)
+    assert out["r_hat_max"] > 1.01 and out["ess_bulk_min"] < 100
+
+
 def test_point_estimates_are_points_not_distributions():
     model = latentfs.DirichletDCA(2)
     X = model.simulate(n_documents=30, n_features=12, doc_length=40, seed=0)["counts"]
