@@ -250,8 +250,12 @@ def load_problem(path: str):
     return get("train"), (get("obs"), get("held"))
 
 
-def _child_latentfs(method: str, n_threads: int = 1):
+def _child_latentfs(method: str, n_threads: int = 1, torch_threads: int = 1):
+    """The default call; ``n_threads`` is passed to the engine, ``torch_threads`` is what torch may use (two:
+    the default ``chain_method="auto"`` may run collapsed Gibbs's chains in threads)."""
+
     def fit(X, K, split, extra):
+        torch.set_num_threads(torch_threads)
         kw = {"n_threads": n_threads} if n_threads > 1 else {}
         if "seed" in extra:
             kw["seed"] = extra["seed"]
@@ -307,6 +311,7 @@ def _child_tomotopy(X, K, split, extra):
 CHILDREN = {"latentfs-vb": _child_latentfs("vb"), "latentfs-vb-2threads": _child_latentfs("vb", 2),
             "latentfs-collapsed": _child_latentfs("collapsed_gibbs"),
             "latentfs-collapsed-2threads": _child_latentfs("collapsed_gibbs", 2),
+            "latentfs-collapsed-2cores": _child_latentfs("collapsed_gibbs", 1, torch_threads=2),
             "sklearn-batch": _child_sklearn, "tomotopy": _child_tomotopy}
 
 
@@ -343,7 +348,7 @@ def whole_calls(lines: list[str], train, split, K: int, label: str, pairs: list[
                   "", "| call | numba cache | wall s | CPU s | held-out | load |", "|---|---|---|---|---|---|"]
         results = {}
         for ours, peer in pairs:
-            threads = 2 if "2threads" in ours else 1
+            threads = 2 if ("2threads" in ours or "2cores" in ours) else 1
             cache = Path(tempfile.mkdtemp(dir=tmp))  # empty: the first call compiles and fills it
             first = fresh_call(ours, data, K, cache, threads=threads)
             runs = ([("cold", first)] if cold else []) + [("warm", fresh_call(ours, data, K, cache, threads=threads))]

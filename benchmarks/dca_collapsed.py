@@ -297,7 +297,8 @@ def main() -> None:
     ap.add_argument("--reference", action="store_true", help="also time the O(K) reference sweep")
     ap.add_argument("--whole", action="store_true", help="fresh-process whole calls on sim50 at --ks (no engine run)")
     ap.add_argument("--cold", action="store_true", help="with --whole: also a call with an empty numba cache")
-    ap.add_argument("--whole-threads", action="store_true", help="with --whole: also the call with n_threads=2")
+    ap.add_argument("--whole-threads", action="store_true", help="with --whole: also the call with n_threads=2, and the default call with torch allowed 2 threads "
+                    "(chains in threads)")
     ap.add_argument("--threads", action="store_true", help="engine-only n_threads 1 vs 2 on sim50 at --ks")
     ap.add_argument("--out", default=None, help="write the --whole / --threads tables here")
     args = ap.parse_args()
@@ -313,7 +314,8 @@ def main() -> None:
         for K in args.ks:
             if args.whole:
                 pairs = [("latentfs-collapsed", "tomotopy")]
-                pairs += [("latentfs-collapsed-2threads", "")] if args.whole_threads else []
+                pairs += ([("latentfs-collapsed-2threads", ""), ("latentfs-collapsed-2cores", "")]
+                          if args.whole_threads else [])
                 whole_calls(lines, train, split, K, "sim50", pairs, args.cold)
             if args.threads:
                 lines += thread_speed(train, split, K, 0.1, 0.01, range(args.seeds))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -265,6 +266,7 @@ class SamplerRun:
     draws : dict site -> ndarray (chain, draw, *site_shape)
     trace : ndarray (chain, n_steps), the ``lp`` reported by each step (warm-up included).
     interrupted : bool; n_draws : int (per chain, equal across chains).
+    chain_method : how the chains ran: "sequential", "threads" or "parallel".
     """
 
     draws: dict[str, np.ndarray]
@@ -272,6 +274,7 @@ class SamplerRun:
     interrupted: bool
     n_draws: int
     final_states: list[Any]
+    chain_method: str = "sequential"
 
 
 def available_memory() -> int | None:
@@ -364,12 +367,19 @@ def _chain_loop(
     thin: int,
     keep: Callable[[dict[str, np.ndarray], int], None],
     tick: Callable[[], None],
+    stop: threading.Event | None = None,
 ) -> None:
     """One chain: ``num_warmup + num_samples * thin`` steps, ``keep(draw, i)`` for the i-th kept draw; the
-    record is current after every step, so an interruption leaves it holding what was made."""
+    record is current after every step, so an interruption leaves it holding what was made. With ``stop``
+    (chains in threads), the chain ends after the step during which it was set."""
+    if stop is not None and stop.is_set():
+        return
     state = init(gen)
     record.final = state
     for t in range(num_warmup + num_samples * thin):
+        if stop is not None and stop.is_set():
+            record.interrupted = True
+            return
         state, lp = step(state, gen)
         record.final = state
         record.lps.append(float(lp))
@@ -423,9 +433,15 @@ def run_sampler(
     desc: str = "sample",
     progress: bool | None = None,
     memory_budget: float | None = None,
+    threadable: bool = False,
 ) -> SamplerRun:
-    """Run ``num_chains`` chains, one after another or (``chain_method="parallel"``, :mod:`latentfs.core.parallel`)
-    each in a process of its own; Ctrl-C keeps the draws made so far.
+    """Run ``num_chains`` chains, one after another, each in a thread of this process
+    (``chain_method="threads"``) or each in a process of its own (``"parallel"``; :mod:`latentfs.core.parallel`);
+    Ctrl-C keeps the draws made so far.
+
+    ``threadable``: the engine's steps spend their time in code that releases the GIL (compiled kernels), so
+    under ``chain_method="auto"`` (the default) the chains run in threads when there are at least two of
+    them and torch may use at least two threads (``torch.get_num_threads()``); otherwise one after another.
 
     Each chain has its own generator (spawned from ``seed``) and keeps everything it accumulates in its own
     state (``init``'s return value), so the draws do not depend on how the chains are run. At the first kept
@@ -436,7 +452,7 @@ def run_sampler(
     the result stays rectangular.
     """
     from latentfs.core.data import DataError
-    from latentfs.core.parallel import current_chain_method, run_tasks
+    from latentfs.core.parallel import available_cores, current_chain_method, run_tasks
 
     for name, v, low in (("num_chains", num_chains, 1), ("num_warmup", num_warmup, 0),
                          ("num_samples", num_samples, 1), ("thin", thin, 1)):
@@ -448,6 +464,15 @@ def run_sampler(
     records = [_ChainRecord() for _ in range(num_chains)]
     interrupted = False
     bar = _progress(num_chains * steps_per_chain, desc, progress)
+    method = current_chain_method()
+    workers = min(num_chains, torch.get_num_threads())
+    if method == "auto":
+        method = "threads" if threadable and workers > 1 else "sequential"
+    elif method == "threads":  # asked for: as many threads as chains and cores
+        workers = min(num_chains, available_cores())
+    if num_chains == 1:
+        method = "sequential"
+    lock = threading.Lock()  # chains in threads share the storage's allocation and the progress bar
 
     def allocate(sample: dict[str, np.ndarray]) -> None:
         # The first kept draw sizes the whole run: refuse before allocating it.
@@ -458,11 +483,17 @@ def run_sampler(
     def keeper(c: int) -> Callable[[dict[str, np.ndarray], int], None]:
         def keep(sample: dict[str, np.ndarray], i: int) -> None:
             if not storage:
-                allocate(sample)
+                with lock:
+                    if not storage:
+                        allocate(sample)
             for site, value in sample.items():
                 storage[site][c, i] = value
 
         return keep
+
+    def tick() -> None:
+        with lock:
+            bar.update(1)
 
     def arrived(c: int, record: _ChainRecord) -> None:  # a whole chain from a worker
         records[c] = record
@@ -475,10 +506,17 @@ def run_sampler(
         bar.update(len(record.lps))
 
     try:
-        if current_chain_method() == "parallel" and num_chains > 1:
+        if method == "parallel":
             interrupted = run_tasks(_remote_chain, [
                 (init, step, collect, gens[c], num_chains, num_warmup, num_samples, thin, memory_budget, desc)
                 for c in range(num_chains)], arrived)
+            interrupted = interrupted or any(r.interrupted for r in records)
+        elif method == "threads":
+            interrupted = _chains_in_threads(
+                num_chains, workers,
+                lambda c, stop: _chain_loop(records[c], init, step, collect, gens[c], num_warmup, num_samples, thin,
+                                            keeper(c), tick, stop),
+            )
             interrupted = interrupted or any(r.interrupted for r in records)
         else:
             for c in range(num_chains):
@@ -506,4 +544,33 @@ def run_sampler(
         draws = {site: arr[keep, :n_draws] for site, arr in storage.items()}
     n_steps = min(len(records[i].lps) for i in keep)
     trace = np.array([records[i].lps[:n_steps] for i in keep])
-    return SamplerRun(draws, trace, interrupted, n_draws, [records[i].final for i in keep])
+    return SamplerRun(draws, trace, interrupted, n_draws, [records[i].final for i in keep], method)
+
+
+def _chains_in_threads(num_chains: int, workers: int, run_chain: Callable[[int, threading.Event], None]) -> bool:
+    """``run_chain(c, stop)`` for every chain, at most ``workers`` at once, in threads of this process; True
+    when interrupted. Ctrl-C (in the caller or inside a chain) sets ``stop``: every chain ends
+    after its current step and keeps what it made. Another error in a chain stops the others and is raised."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    stop = threading.Event()
+    interrupted = False
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="latentfs-chain")
+    futures = [pool.submit(run_chain, c, stop) for c in range(num_chains)]
+    try:
+        for f in futures:
+            f.result()
+    except KeyboardInterrupt:
+        interrupted = True
+        stop.set()
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=True)
+        raise
+    pool.shutdown(wait=True)  # after Ctrl-C: the chains finish their current step
+    for f in futures:
+        if isinstance(f.exception(), KeyboardInterrupt):
+            interrupted = True
+        elif f.exception() is not None:
+            raise f.exception()  # type: ignore[misc]
+    return interrupted

@@ -1,4 +1,14 @@
-"""Chains and restarts in other processes: ``chain_method="parallel"`` (NumPyro's name).
+"""How a sampler's chains run, and optimiser restarts in other processes (``chain_method``, NumPyro's name).
+
+* ``"auto"`` (the default): chains in threads of this process where the engine's steps run in compiled code
+  that releases the GIL (collapsed Gibbs for DCA on a large corpus) and torch may use two or more threads
+  (``torch.get_num_threads()``; ``torch.set_num_threads(1)`` keeps one core); otherwise one after another.
+  Optimiser restarts run one after another.
+* ``"sequential"``: chains and restarts one after another.
+* ``"threads"``: every sampler's chains in threads of this process, as many at once as there are cores
+  (restarts one after another). Each chain computes exactly what it computes alone, so the draws are the
+  sequential ones. It pays only where the steps release the GIL.
+* ``"parallel"``: chains, or restarts, each in a process of its own.
 
 ``latentfs.fit(..., chain_method="parallel")`` runs a sampler's chains, or an optimiser's restarts, each in a
 process of its own: on the active ``dask.distributed`` Client when one exists (so the chains go to the
@@ -31,19 +41,22 @@ from typing import Any
 
 from latentfs.core.errors import DataError
 
-__all__ = ["CHAIN_METHODS", "chain_method", "check_chain_method", "current_chain_method", "run_tasks"]
+__all__ = [
+    "CHAIN_METHODS", "available_cores", "chain_method", "check_chain_method", "current_chain_method", "run_tasks",
+]
 
-CHAIN_METHODS = ("sequential", "parallel")
-_METHOD: ContextVar[str] = ContextVar("latentfs_chain_method", default="sequential")
+CHAIN_METHODS = ("auto", "sequential", "threads", "parallel")
+_METHOD: ContextVar[str] = ContextVar("latentfs_chain_method", default="auto")
 _IDLE_TIMEOUT = 60  # seconds a local worker pool waits for the next fit before its processes exit
 
 
 def check_chain_method(value: Any) -> str:
-    """``chain_method`` must be ``"sequential"`` or ``"parallel"``."""
+    """``chain_method`` must be one of :data:`CHAIN_METHODS`."""
     if not isinstance(value, str) or value not in CHAIN_METHODS:
         raise DataError(
-            f"chain_method must be one of {list(CHAIN_METHODS)}; got {value!r}. Use 'parallel' to run chains "
-            "(and restarts) in separate processes, 'sequential' (the default) to run them one after another."
+            f"chain_method must be one of {list(CHAIN_METHODS)}; got {value!r}. Use 'auto' (the default), "
+            "'sequential' to run chains one after another, 'threads' to run them in threads of this process, "
+            "or 'parallel' to run chains (and restarts) in separate processes."
         )
     return value
 
@@ -59,11 +72,12 @@ def chain_method(value: str) -> Iterator[None]:
 
 
 def current_chain_method() -> str:
-    """The chain method in force (``"sequential"`` unless inside :func:`chain_method`)."""
+    """The chain method in force (``"auto"`` unless inside :func:`chain_method`)."""
     return _METHOD.get()
 
 
-def _cores() -> int:
+def available_cores() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
@@ -110,7 +124,7 @@ def run_tasks(
         return _run_on_client(client, fn, args, on_done, seen)
     from joblib.externals.loky import get_reusable_executor
 
-    workers = max(1, min(len(args) - 1, _cores()))
+    workers = max(1, min(len(args) - 1, available_cores()))
     import torch
 
     threads = max(1, torch.get_num_threads() // (workers + 1))

@@ -49,11 +49,14 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
         Passed to the engine (``seed``, ``max_iter``, ``num_samples``…; see each engine's docstring), except
         ``chain_method`` and the names of the data's axes. ``chain_method="parallel"`` runs a sampler's chains,
         or an optimiser's ``n_init`` restarts, each in a separate process (on the active Dask cluster when a
-        ``dask.distributed`` Client exists), with the same result as the default ``"sequential"`` for the same
-        seed (:mod:`latentfs.core.parallel`); ``with latentfs.chain_method("parallel"):`` sets it for every fit in
-        the block, estimators' included. The names of the data's axes work with every container (numpy,
-        scipy.sparse, torch, pandas): ``feature_names=`` for the columns and ``document_names=`` (count models) or
-        ``sample_names=`` (continuous models) for the rows. They label the result's ArviZ coordinates and
+        ``dask.distributed`` Client exists), ``"threads"`` runs chains in threads of this process and
+        ``"sequential"`` one after another, all with the same result for the same seed; the default ``"auto"``
+        uses threads where the chains run in compiled code (collapsed Gibbs for DCA on large corpora) and
+        torch may use two or more threads (:mod:`latentfs.core.parallel`); ``with
+        latentfs.chain_method("parallel"):`` sets it for every fit in the block, estimators' included. The
+        names of the data's axes work with every container (numpy, scipy.sparse, torch, pandas):
+        ``feature_names=`` for the columns and ``document_names=`` (count models) or ``sample_names=``
+        (continuous models) for the rows. They label the result's ArviZ coordinates and
         feature weights; duplicates are refused. A pandas DataFrame carries its own names.
 
     Examples
@@ -87,7 +90,7 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
                 data = _with_names(model, data, names, options)
             with chain_method(how):
                 result = engine(model, data, **options)
-            if how != "sequential" and isinstance(getattr(result, "diagnostics", None), dict):
+            if how not in ("auto", "sequential") and isinstance(getattr(result, "diagnostics", None), dict):
                 result.diagnostics["chain_method"] = how
             return result
     available = methods_for(model)

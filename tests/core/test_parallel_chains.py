@@ -1,4 +1,5 @@
-"""``chain_method="parallel"``: chains and restarts in other processes give the sequential result (issue 16, item 3).
+"""``chain_method="parallel"``: chains and restarts in other processes give the sequential result (issue 16, item 3);
+``"threads"`` and the default ``"auto"``: chains in threads of this process give it too (issue 15, item 4).
 
 Every sampler and a restart engine of every family is fitted twice with the same seed, once chain after
 chain and once each chain (restart) in a worker process; the draws, traces and extras must be identical.
@@ -95,7 +96,72 @@ def test_parallel_equals_sequential(model, make, method, options):
     for name in a:
         np.testing.assert_array_equal(b[name], a[name], err_msg=name)
     assert par.diagnostics["chain_method"] == "parallel" and "chain_method" not in seq.diagnostics
-    assert current_chain_method() == "sequential"  # the context ends with the fit
+    assert current_chain_method() == "auto"  # the context ends with the fit
+
+
+@pytest.mark.parametrize(("model", "make", "method", "options"),
+                         [c[1:] for c in CASES if "num_chains" in c[4]], ids=[c[0] for c in CASES if "num_chains" in c[4]])
+def test_chains_in_threads_equal_sequential(model, make, method, options):
+    # chains side by side in threads of this process (as many at once as chains and cores): the same draws
+    X, more = make()
+    seq = latentfs.fit(model, X, method=method, chain_method="sequential", **more, **options)
+    thr = latentfs.fit(model, X, method=method, chain_method="threads", **more, **options)
+    a, b = _arrays(seq), _arrays(thr)
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+    assert thr.diagnostics["chain_method"] == "threads" and "chain_method" not in seq.diagnostics
+
+
+def test_auto_runs_large_collapsed_chains_in_threads(monkeypatch):
+    # chain_method="auto" (the default): collapsed Gibbs runs its chains in threads once tokens × K reach
+    # CHAIN_THREADS_WORK and torch may use two threads; the draws are the sequential ones
+    from latentfs.inference.dca import collapsed
+
+    X = _counts()
+    seq = latentfs.fit(DirichletDCA(3), X, method="collapsed_gibbs", **SAMPLE)  # 1,500 tokens × 3: below it
+    assert "chain_method" not in seq.diagnostics
+    monkeypatch.setattr(collapsed, "CHAIN_THREADS_WORK", 1000)
+    assert "chain_method" not in latentfs.fit(DirichletDCA(3), X, method="collapsed_gibbs", **SAMPLE).diagnostics
+    torch.set_num_threads(2)  # the module's fixture restores one thread for the other tests
+    try:
+        auto = latentfs.fit(DirichletDCA(3), X, method="collapsed_gibbs", **SAMPLE)
+        one = latentfs.fit(DirichletDCA(3), X, method="collapsed_gibbs", chain_method="sequential", **SAMPLE)
+    finally:
+        torch.set_num_threads(1)
+    assert auto.diagnostics["chain_method"] == "threads" and "chain_method" not in one.diagnostics
+    a, b = _arrays(one), _arrays(auto)
+    for name in a:
+        np.testing.assert_array_equal(b[name], a[name], err_msg=name)
+
+
+def test_chains_in_threads_interrupted_keep_their_draws():
+    # Ctrl-C inside a chain stops every chain after its current step; each keeps what it made, truncated to
+    # the shortest, and a chain stopped before its first kept draw is dropped. How far the other chain got
+    # depends on timing, so only the bounds are fixed; every kept draw is the sequential run's.
+    init, step, collect = _toy_sampler(stop_after=12)
+    with chain_method("threads"), pytest.warns(InterruptedFitWarning, match="keeping"):
+        run = run_sampler(init, step, collect, num_chains=2, num_warmup=5, num_samples=20, seed=1, progress=False)
+    assert run.interrupted and run.chain_method == "threads" and 1 <= run.n_draws <= 7
+    ref = run_sampler(init, *_toy_sampler()[1:], num_chains=2, num_warmup=5, num_samples=20, seed=1, progress=False)
+    kept = run.draws["x"]
+    assert kept.shape[0] in (1, 2)
+    for chain in kept:
+        assert any(np.array_equal(chain, r[: run.n_draws]) for r in ref.draws["x"])
+
+
+def test_an_error_in_a_threaded_chain_is_raised():
+    def init(gen):
+        return 0
+
+    def step(state, gen):
+        if state == 3:
+            raise ValueError("chain broke")
+        return state + 1, 0.0
+
+    with chain_method("threads"), pytest.raises(ValueError, match="chain broke"):
+        run_sampler(init, step, lambda s: {"x": np.zeros(1)}, num_chains=2, num_warmup=1, num_samples=5, seed=0,
+                    progress=False)
 
 
 def _toy_sampler(stop_after=None, warn_at=None):
@@ -148,8 +214,9 @@ def test_parallel_restarts_keep_the_sequential_best_and_warn_once():
 
 
 def test_bad_chain_method_is_refused_with_the_choices():
-    with pytest.raises(DataError, match=r"chain_method must be one of \['sequential', 'parallel'\]; got 'threads'"):
-        latentfs.fit(DirichletDCA(2), _counts(), method="vb", chain_method="threads")
+    with pytest.raises(DataError, match=r"chain_method must be one of \['auto', 'sequential', 'threads', 'parallel'\]; "
+                                        r"got 'thread'"):
+        latentfs.fit(DirichletDCA(2), _counts(), method="vb", chain_method="thread")
 
 
 def test_the_context_manager_reaches_estimator_fits():

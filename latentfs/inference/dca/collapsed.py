@@ -225,6 +225,11 @@ def minka_alpha_hist(alpha: np.ndarray, doc_counts: np.ndarray, lengths: np.ndar
 
 
 # ----------------------------------------------------------------------------- driver
+#: Tokens × components from which the default ``chain_method="auto"`` runs the chains in threads (the sweep
+#: kernels release the GIL). Below it a sweep takes a few milliseconds and the Python work around the sweeps,
+#: which does not run in parallel, is a large share of a fit.
+CHAIN_THREADS_WORK = 2_000_000
+
 @dataclass
 class _Chain:
     """One chain of :func:`fit_collapsed_gibbs`: the sampler state and what the chain accumulates (its
@@ -319,6 +324,10 @@ def fit_collapsed_gibbs(
         against the word–component counts as they were at the start of the sweep plus its own changes
         (AD-LDA, Newman et al. 2009; module docstring): an approximation, not an exact Gibbs sampler. Draws
         are reproducible for a given ``seed`` and ``n_threads`` (whatever the number of cores).
+        Two cores are also used, exactly, by running the chains side by side: with ``n_threads=1``, the
+        default ``chain_method="auto"`` runs the chains in threads when tokens × K ≥
+        :data:`CHAIN_THREADS_WORK` and ``torch.get_num_threads()`` ≥ 2 (the draws are those of the chains run
+        one after another; ``diagnostics["chain_method"]`` says how they ran when not one after another).
     memory_budget : float, optional
         Bytes allowed for the token arrays and for the kept draws (default: half the memory available);
         over it the fit is refused with a ``DataError`` naming the remedy before anything large is allocated.
@@ -466,9 +475,11 @@ def fit_collapsed_gibbs(
             kept["_doc_counts"] = state.doc_counts.astype(count_dtype)
         return kept
 
+    _kernels()  # numba imported and the kernels bound here, before chains may start in threads
     run = run_sampler(
         init_chain, step, collect, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
         seed=seed, desc=f"{type(model).__name__} collapsed Gibbs", progress=progress, memory_budget=memory_budget,
+        threadable=n_threads == 1 and float(corpus.lengths.sum()) * K >= CHAIN_THREADS_WORK,
     )
     draws = dict(run.draws)
     loglik: Any = draws.pop("_loglik", None)
@@ -517,6 +528,7 @@ def fit_collapsed_gibbs(
             "sweep": "grouped" if groups is not None else sweep,
             "init": init,
             "n_threads": n_threads,
+            **({"chain_method": run.chain_method} if run.chain_method != "sequential" else {}),
             "observation_dim": "document",
             "stored_sites": list(sites),
             **({"hyper_drift": drifts} if learning else {}),
