@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["compiled_forward_backward"]
+__all__ = ["compiled_forward_backward", "compiled_sample_states"]
 
 
 def _forward_backward(log_em, startprob, transmat, is_start, seq_id, n_seq):  # pragma: no cover - compiled
@@ -98,9 +98,67 @@ def _forward_backward(log_em, startprob, transmat, is_start, seq_id, n_seq):  # 
     return alpha, gamma, xi, loglik, True
 
 
+def _ffbs(log_em, startprob, transmat, is_start, seq_id, n_seq, u):  # pragma: no cover - compiled
+    n, k = log_em.shape
+    alpha = np.empty((n, k))
+    loglik = np.zeros(n_seq)
+    path = np.zeros(n, dtype=np.int64)
+    for t in range(n):  # the forward half of _forward_backward
+        top = log_em[t, 0]
+        for j in range(1, k):
+            if log_em[t, j] > top:
+                top = log_em[t, j]
+        if not math.isfinite(top):
+            return path, loglik, False
+        s = 0.0
+        for j in range(k):
+            if is_start[t]:
+                a = startprob[j]
+            else:
+                a = 0.0
+                for i in range(k):
+                    a += alpha[t - 1, i] * transmat[i, j]
+            alpha[t, j] = a * math.exp(log_em[t, j] - top)
+            s += alpha[t, j]
+        if not s > 0.0:
+            return path, loglik, False
+        for j in range(k):
+            alpha[t, j] /= s
+        loglik[seq_id[t]] += math.log(s) + top
+    # z_N ~ α_N, then z_t | z_{t+1} = l ~ α_t(k) A(k, l) (A replaced by 1 before a sequence start): the state
+    # is the number of cumulative weights below u_t, as in the torch scan.
+    c = 0.0
+    z = 0
+    for j in range(k):
+        c += alpha[n - 1, j]
+        if c < u[n - 1]:
+            z += 1
+    path[n - 1] = min(z, k - 1)
+    w = np.empty(k)
+    for t in range(n - 2, -1, -1):
+        nxt = path[t + 1]
+        total = 0.0
+        for i in range(k):
+            w[i] = alpha[t, i] if is_start[t + 1] else alpha[t, i] * transmat[i, nxt]
+            total += w[i]
+        total = max(total, _TINY)
+        c = 0.0
+        z = 0
+        for i in range(k):
+            c += w[i]
+            if c / total < u[t]:
+                z += 1
+        path[t] = min(z, k - 1)
+    return path, loglik, True
+
+
+_TINY = np.finfo(np.float64).tiny
+_SOURCES = {"forward_backward": _forward_backward, "ffbs": _ffbs}
+
+
 @functools.cache
-def _kernel() -> Any:
-    """The compiled recursion (numba imported lazily; cached on disk when a cache location is writable), or
+def _kernel(name: str = "forward_backward") -> Any:
+    """A compiled recursion (numba imported lazily; cached on disk when a cache location is writable), or
     None when numba is not installed."""
     try:
         import numba
@@ -109,9 +167,9 @@ def _kernel() -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # NumbaWarning on an unusable cache must not fail strict runs
-            return numba.njit(cache=True, nogil=True)(_forward_backward)
+            return numba.njit(cache=True, nogil=True)(_SOURCES[name])
     except (RuntimeError, OSError):
-        return numba.njit(cache=False, nogil=True)(_forward_backward)
+        return numba.njit(cache=False, nogil=True)(_SOURCES[name])
 
 
 def compiled_forward_backward(
@@ -132,3 +190,23 @@ def compiled_forward_backward(
     if not ok:
         return None
     return alpha, gamma, xi, loglik
+
+
+def compiled_sample_states(
+    log_em: np.ndarray, startprob: np.ndarray, transmat: np.ndarray, is_start: np.ndarray, u: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(states, per-sequence log-likelihoods) by forward filtering, backward sampling with the uniforms ``u``
+    (one per row), the CPU fast path of :func:`latentfs.inference.hmm.forward_backward.sample_states`; None
+    when numba is missing or the scaled recursion met a zero normaliser."""
+    kernel = _kernel("ffbs")
+    if kernel is None:
+        return None
+    is_start = np.ascontiguousarray(is_start, dtype=np.bool_)
+    seq_id = np.cumsum(is_start) - 1
+    n_seq = int(seq_id[-1]) + 1 if seq_id.size else 0
+    path, loglik, ok = kernel(
+        np.ascontiguousarray(log_em, dtype=np.float64), np.ascontiguousarray(startprob, dtype=np.float64),
+        np.ascontiguousarray(transmat, dtype=np.float64), is_start, seq_id.astype(np.int64), n_seq,
+        np.ascontiguousarray(u, dtype=np.float64),
+    )
+    return (path, loglik) if ok else None

@@ -429,11 +429,36 @@ def sample_states(
     """One draw z ~ p(z | y, θ) by forward filtering, backward sampling; also the per-sequence log-likelihoods.
 
     z_N ~ α_N; z_t | z_{t+1} = l ~ α_t(k) A_{t+1}(k, l) (normalised over k). All uniforms are drawn first,
-    so the backward pass is a composition of maps f_t(l) = F_{t,l}⁻¹(u_t) (pointer jumping).
+    so the backward pass is a composition of maps f_t(l) = F_{t,l}⁻¹(u_t) (pointer jumping). On the CPU in
+    float64 the compiled sequential recursion of :mod:`.compiled` draws the same way from the same uniforms
+    (the filtered probabilities differ from the scan's in the last bits only).
     """
+    n = log_emission.shape[0]
+    if log_emission.device.type == "cpu" and log_emission.dtype == torch.float64 and n > 0:
+        from latentfs.inference.hmm.compiled import compiled_sample_states
+
+        u64 = torch.rand(n, generator=generator, dtype=torch.float64)
+        out = compiled_sample_states(log_emission.numpy(), startprob.detach().numpy(), transmat.detach().numpy(),
+                                     layout.is_start.numpy(), u64.numpy())
+        if out is not None:
+            return torch.from_numpy(out[0]), torch.from_numpy(out[1])
+        return _sample_states_scan(startprob, transmat, log_emission, layout, u64)
+    return _sample_states_scan(startprob, transmat, log_emission, layout, None, generator)
+
+
+def _sample_states_scan(
+    startprob: torch.Tensor,
+    transmat: torch.Tensor,
+    log_emission: torch.Tensor,
+    layout: ChainLayout,
+    u: torch.Tensor | None,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sample_states` by the torch scans, with the uniforms ``u`` (drawn from ``generator`` if None)."""
     filtered, log_norm, _ = forward_filter(startprob, transmat, log_emission, layout)
     n, k = filtered.shape
-    u = torch.rand(n, generator=generator, dtype=filtered.dtype)
+    if u is None:
+        u = torch.rand(n, generator=generator, dtype=filtered.dtype)
     last = torch.searchsorted(torch.cumsum(filtered[n - 1], 0), u[n - 1:]).clamp_max(k - 1)
     path = torch.empty(n, dtype=torch.long)
     path[n - 1] = last[0]
