@@ -13,48 +13,103 @@ Examples
 >>> latentfs.word_importance(result).top(3)  # doctest: +SKIP
 """
 
-from latentfs.core.data import DataError, DataWarning, as_continuous, as_counts
-from latentfs.core.driver import ConvergenceWarning, InterruptedFitWarning
-from latentfs.core.parallel import chain_method
-from latentfs.core.registry import fit, methods_for
-from latentfs.core.results import Posterior, load
-from latentfs.core.weights import FeatureWeights
-from latentfs.inference.dca import DCA, DCAClassifier, DCAFeatures, top_words, word_importance, word_relevance
-from latentfs.inference.factor import (
-    FactorAnalyzer,
-    MixtureOfFactorAnalyzersClusterer,
-    communalities,
-    loading_weights,
-)
-from latentfs.inference.hdda import HDDA, HDDC, hdda_feature_weights
-from latentfs.inference.hmm import CategoricalHMMEstimator, GaussianHMMEstimator, state_marginals, viterbi
-from latentfs.inference.latent_trait import LatentTraitAnalyzer, discrimination_weights, item_characteristic_curves
-from latentfs.inference.mixture import (
-    GaussianMixtureClusterer,
-    LatentClassClusterer,
-    LatentProfileClusterer,
-    MixtureSeparationSelector,
-    mixture_feature_weights,
-)
-from latentfs.inference.plsa import PLSAEstimator, PLSATransformer
-from latentfs.models import (
-    PLSA,
-    CategoricalHMM,
-    ConditionalGammaPoissonDCA,
-    DirichletDCA,
-    FactorAnalysis,
-    GammaPoissonDCA,
-    GaussianHMM,
-    GaussianMixture,
-    HDDAModel,
-    HiddenPotts,
-    LatentClass,
-    LatentProfile,
-    LatentTrait,
-    LoadingConstraints,
-    MixtureOfFactorAnalyzers,
-    UnivariateMixtureK,
-)
+from typing import TYPE_CHECKING
+
+from latentfs._lazy import attach
+
+# What the package exports, by the module that defines it. Each module is imported when one of its names is
+# first read (latentfs._lazy), so ``import latentfs`` and ``latentfs --help`` do not wait for torch or the families.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latentfs.core.data": ("DataError", "DataWarning", "as_continuous", "as_counts"),
+    "latentfs.core.driver": ("ConvergenceWarning", "InterruptedFitWarning"),
+    "latentfs.core.parallel": ("chain_method",),
+    "latentfs.core.registry": ("fit", "methods_for"),
+    "latentfs.core.results": ("Posterior", "load"),
+    "latentfs.core.weights": ("FeatureWeights",),
+    "latentfs.inference.dca": ("DCA", "DCAClassifier", "DCAFeatures", "top_words", "word_importance", "word_relevance"),
+    "latentfs.inference.factor": (
+        "FactorAnalyzer",
+        "MixtureOfFactorAnalyzersClusterer",
+        "communalities",
+        "loading_weights",
+    ),
+    "latentfs.inference.hdda": ("HDDA", "HDDC", "hdda_feature_weights"),
+    "latentfs.inference.hmm": ("CategoricalHMMEstimator", "GaussianHMMEstimator", "state_marginals", "viterbi"),
+    "latentfs.inference.latent_trait": ("LatentTraitAnalyzer", "discrimination_weights", "item_characteristic_curves"),
+    "latentfs.inference.mixture": (
+        "GaussianMixtureClusterer",
+        "LatentClassClusterer",
+        "LatentProfileClusterer",
+        "MixtureSeparationSelector",
+        "mixture_feature_weights",
+    ),
+    "latentfs.inference.plsa": ("PLSAEstimator", "PLSATransformer"),
+    "latentfs.models": (
+        "PLSA",
+        "CategoricalHMM",
+        "ConditionalGammaPoissonDCA",
+        "DirichletDCA",
+        "FactorAnalysis",
+        "GammaPoissonDCA",
+        "GaussianHMM",
+        "GaussianMixture",
+        "HDDAModel",
+        "HiddenPotts",
+        "LatentClass",
+        "LatentProfile",
+        "LatentTrait",
+        "LoadingConstraints",
+        "MixtureOfFactorAnalyzers",
+        "UnivariateMixtureK",
+    ),
+}
+_SUBPACKAGES = ("core", "datasets", "evaluate", "inference", "models", "plots", "select", "subspace", "testing")
+
+__getattr__, __dir__ = attach(__name__, _EXPORTS, _SUBPACKAGES)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.core.data import DataError, DataWarning, as_continuous, as_counts
+    from latentfs.core.driver import ConvergenceWarning, InterruptedFitWarning
+    from latentfs.core.parallel import chain_method
+    from latentfs.core.registry import fit, methods_for
+    from latentfs.core.results import Posterior, load
+    from latentfs.core.weights import FeatureWeights
+    from latentfs.inference.dca import DCA, DCAClassifier, DCAFeatures, top_words, word_importance, word_relevance
+    from latentfs.inference.factor import (
+        FactorAnalyzer,
+        MixtureOfFactorAnalyzersClusterer,
+        communalities,
+        loading_weights,
+    )
+    from latentfs.inference.hdda import HDDA, HDDC, hdda_feature_weights
+    from latentfs.inference.hmm import CategoricalHMMEstimator, GaussianHMMEstimator, state_marginals, viterbi
+    from latentfs.inference.latent_trait import LatentTraitAnalyzer, discrimination_weights, item_characteristic_curves
+    from latentfs.inference.mixture import (
+        GaussianMixtureClusterer,
+        LatentClassClusterer,
+        LatentProfileClusterer,
+        MixtureSeparationSelector,
+        mixture_feature_weights,
+    )
+    from latentfs.inference.plsa import PLSAEstimator, PLSATransformer
+    from latentfs.models import (
+        PLSA,
+        CategoricalHMM,
+        ConditionalGammaPoissonDCA,
+        DirichletDCA,
+        FactorAnalysis,
+        GammaPoissonDCA,
+        GaussianHMM,
+        GaussianMixture,
+        HDDAModel,
+        HiddenPotts,
+        LatentClass,
+        LatentProfile,
+        LatentTrait,
+        LoadingConstraints,
+        MixtureOfFactorAnalyzers,
+        UnivariateMixtureK,
+    )
 
 __version__ = "0.1.0"
 

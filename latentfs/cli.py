@@ -23,6 +23,7 @@ import os
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -412,13 +413,17 @@ def _check_readable(path: Path, what: str) -> None:
         _fail(f"{what} {path} cannot be read (permission denied); check its permissions.")
 
 
+def _check_file(path: Path) -> None:
+    if not path.exists():
+        _fail(f"FILE {path} does not exist; pass the path of a .mtx, .npz, .npy or .csv count matrix.")
+    _check_readable(path, "FILE")
+
+
 def _read_counts(path: Path, args: argparse.Namespace) -> Any:
     """The validated CountMatrix of ``path`` (names from the header, index column or --vocab)."""
     from latentfs.core.data import as_counts
 
-    if not path.exists():
-        _fail(f"FILE {path} does not exist; pass the path of a .mtx, .npz, .npy or .csv count matrix.")
-    _check_readable(path, "FILE")
+    _check_file(path)
     suffix = path.suffix.lower()
     documents = None
     if suffix == ".csv":
@@ -556,6 +561,7 @@ def fit_command(args: argparse.Namespace) -> int:
     import latentfs
 
     path = Path(args.file)
+    _check_file(path)  # before the model, whose engines take seconds to import
     model = _model(args)
     options = _engine_options(args)
     output = _output_path(args.output, path)
@@ -587,11 +593,34 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'.\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    import latentfs
+class _Methods:
+    """``--method``'s choices: every engine registered for the two models (``latentfs.methods_for``), so a new
+    engine is an option at once. They are looked up when first needed (a ``--method`` given, ``fit --help``), so
+    ``latentfs --help`` and the other commands do not import the engines."""
 
-    # every engine registered for the two models (latentfs.methods_for), so a new engine is an option at once
-    all_methods = sorted({m for name in _MODELS.values() for m in latentfs.methods_for(getattr(latentfs, name))})
+    def __init__(self) -> None:
+        self._names: list[str] | None = None
+
+    def _load(self) -> list[str]:
+        if self._names is None:
+            import latentfs
+
+            models = [getattr(latentfs, name) for name in _MODELS.values()]
+            self._names = sorted({m for model in models for m in latentfs.methods_for(model)})
+        return self._names
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._load()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    all_methods = _Methods()
     parser = _Parser(prog="latentfs", description="Latent-structure models and feature selection.")
     parser.add_argument("--version", action="version", version=f"latentfs {_version()}",
                         help="print the installed latentfs version and exit")
@@ -616,8 +645,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--components", "-k", type=int, required=True, help="number of components K (required)")
     f.add_argument("--model", choices=sorted(_MODELS), default="dirichlet",
                    help="dirichlet: DirichletDCA (LDA-like, default); gap: GammaPoissonDCA (Gamma-Poisson scores)")
-    f.add_argument("--method", choices=all_methods, default="vb",
-                   help="engine (default vb); map, nmf_kl and plsi_em give point estimates; gibbs, "
+    f.add_argument("--method", choices=all_methods, default="vb", metavar="METHOD",
+                   help="engine: %(choices)s (default vb); map, nmf_kl and plsi_em give point estimates; gibbs, "
                         "collapsed_gibbs and nuts sample; some engines exist for one model only (the error says which)")
     f.add_argument("--alpha", type=float, default=None, help="prior on the component proportions/scores "
                    "(α, positive; default: the model's own)")

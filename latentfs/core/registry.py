@@ -7,6 +7,8 @@ pair raises an error that lists the methods the model has.
 from __future__ import annotations
 
 import difflib
+import importlib
+import importlib.util
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +33,7 @@ def register(model_type: type, method: str) -> Callable[[Callable[..., Any]], Ca
 
 def methods_for(model: Any) -> list[str]:
     """The methods registered for ``model``'s class (or its bases)."""
-    _load_engines()
+    _load_engines(model)
     mro = type(model).__mro__ if not isinstance(model, type) else model.__mro__
     return sorted({m for (cls, m) in _ENGINES if cls in mro})
 
@@ -73,7 +75,7 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any
     >>> named.coords["feature"][:2]
     ['word0', 'word1']
     """
-    _load_engines()
+    _load_engines(model)
     if method is None:
         method = getattr(model, "default_method", None)
     if isinstance(model, type):
@@ -183,5 +185,19 @@ def _check_options(engine: Callable[..., Any], options: dict[str, Any], model: s
         )
 
 
-def _load_engines() -> None:
-    import latentfs.inference  # noqa: F401  (engine modules register on import)
+def _load_engines(model: Any = None) -> None:
+    """Import engine modules, which register themselves on import. A built-in model's engines live in the family
+    of the same name (``latentfs.models.dca`` → ``latentfs.inference.dca``), so only that family is imported for
+    it (a fit of a DirichletDCA need not import scikit-learn or the other seven families); any other model, or
+    none, imports every family."""
+    if model is not None:
+        for cls in (model if isinstance(model, type) else type(model)).__mro__:
+            parts = cls.__module__.split(".")
+            if parts[:2] == ["latentfs", "models"] and len(parts) > 2:
+                family = f"latentfs.inference.{parts[2]}"
+                if importlib.util.find_spec(family) is not None:
+                    importlib.import_module(family)
+                    return
+    from latentfs.inference import load_all
+
+    load_all()

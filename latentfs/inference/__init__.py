@@ -4,14 +4,20 @@
 
 Each family folder holds its engines (registered with ``@register(ModelClass, "method")`` from
 :mod:`latentfs.core.registry`), its transforms of new data, its hyperparameter code, its estimators and its
-feature weights. Every family package is imported here, so :func:`latentfs.fit` finds the engines
-without a hand-kept list. The shared machinery (data, drivers, results, relabelling) is in
-:mod:`latentfs.core`.
+feature weights. :func:`latentfs.fit` imports a built-in model's own family (its engines register on
+import); :func:`load_all` imports every family package found here, so engines are found without a hand-kept
+list. Importing this package alone imports no family. The shared machinery (data, drivers, results,
+relabelling) is in :mod:`latentfs.core`.
 """
 
 import importlib
 import pkgutil
 
-for _mod in pkgutil.iter_modules(__path__):
-    if _mod.ispkg and not _mod.name.startswith("_"):
-        importlib.import_module(f"{__name__}.{_mod.name}")
+__all__ = ["load_all"]
+
+
+def load_all() -> None:
+    """Import every family package under :mod:`latentfs.inference`; each registers its engines on import."""
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.ispkg and not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
