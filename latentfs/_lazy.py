@@ -10,11 +10,12 @@ in the package, so later reads cost nothing. Subpackages listed in ``submodules`
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["attach"]
+__all__ = ["attach", "attach_family"]
 
 
 def attach(package: str, exports: Mapping[str, Iterable[str]],
@@ -38,3 +39,16 @@ def attach(package: str, exports: Mapping[str, Iterable[str]],
         return sorted(set(vars(sys.modules[package])) | set(where) | subs)
 
     return __getattr__, __dir__
+
+
+def attach_family(package: str, path: Iterable[str], exports: Mapping[str, Iterable[str]]) -> tuple[
+        Callable[[str], Any], Callable[[], list[str]]]:
+    """:func:`attach` for an inference family: first imports every module of the family that ``exports`` does not
+    name (its engines register with :func:`latentfs.fit` on import). The modules ``exports`` names, the
+    scikit-learn estimators, hold no engine and are imported on first use, so a fit does not import
+    scikit-learn."""
+    for module in pkgutil.iter_modules(path):
+        name = f"{package}.{module.name}"
+        if name not in exports:
+            importlib.import_module(name)
+    return attach(package, exports)

@@ -19,7 +19,15 @@ import latentfs
 import latentfs.core
 import latentfs.inference
 import latentfs.inference.dca
+import latentfs.inference.factor
+import latentfs.inference.hmm
+import latentfs.inference.latent_trait
+import latentfs.inference.plsa
 from latentfs.core import registry
+
+# the families whose scikit-learn estimators are imported on first use
+FAMILIES = [latentfs.inference.dca, latentfs.inference.factor, latentfs.inference.hmm, latentfs.inference.latent_trait,
+            latentfs.inference.plsa]
 
 
 def _fresh(code: str) -> list[str]:
@@ -41,17 +49,22 @@ def test_help_imports_no_engine_library():
     assert _fresh(code) == ["0"]
 
 
-def test_dca_fit_does_not_import_scikit_learn_or_other_families():
+def test_fits_do_not_import_scikit_learn_or_other_families():
+    """A DirichletDCA and a FactorAnalysis fit, each in a new process, import their own family only."""
     code = ("import sys, latentfs\nm = latentfs.DirichletDCA(2)\n"
             "X = m.simulate(n_documents=20, n_features=8, doc_length=20, seed=0)['counts']\n"
             "r = latentfs.fit(m, X, method='vb', seed=0, max_iter=5, warn=False)\n"
             "print(r.method, *[m for m in ('sklearn', 'latentfs.inference.mixture', 'latentfs.inference.hmm') "
             "if m in sys.modules])")
     assert _fresh(code) == ["vb"]
+    code = ("import sys, numpy as np, latentfs\nX = np.random.default_rng(0).normal(size=(60, 6))\n"
+            "r = latentfs.fit(latentfs.FactorAnalysis(2), X, method='em', seed=0)\n"
+            "print(r.method, *[m for m in ('sklearn', 'latentfs.inference.dca') if m in sys.modules])")
+    assert _fresh(code) == ["em"]
 
 
 def test_every_exported_name_resolves_and_is_listed():
-    for package in (latentfs, latentfs.core, latentfs.inference.dca):
+    for package in (latentfs, latentfs.core, *FAMILIES):
         for name in package.__all__:
             assert getattr(package, name) is not None, (package.__name__, name)
         assert set(package.__all__) <= set(dir(package))
@@ -65,7 +78,7 @@ def test_unknown_name_is_an_attribute_error_naming_it():
     assert not hasattr(latentfs.core, "nothing_here")
 
 
-@pytest.mark.parametrize("package", [latentfs, latentfs.core, latentfs.inference.dca])
+@pytest.mark.parametrize("package", [latentfs, latentfs.core, *FAMILIES])
 def test_lazy_table_matches_the_type_checking_imports(package):
     """The names served lazily are exactly those the ``if TYPE_CHECKING:`` block imports, from the same modules,
     so editors and mypy see what users get."""

@@ -12,24 +12,10 @@
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
 """
 
-import importlib
-import pkgutil
 from typing import TYPE_CHECKING
 
-from latentfs._lazy import attach
+from latentfs._lazy import attach_family
 from latentfs.inference.dca.weights import component_shares, top_words, word_importance, word_relevance
-
-# The scikit-learn estimators hold no engine: they are imported on first use (latentfs._lazy), so a fit does not
-# import scikit-learn.
-_EXPORTS: dict[str, tuple[str, ...]] = {
-    "latentfs.inference.dca.estimator": ("DCA",),
-    "latentfs.inference.dca.features": ("DCAClassifier", "DCAFeatures", "component_features", "fold_in_features"),
-}
-__getattr__, __dir__ = attach(__name__, _EXPORTS)
-
-if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from latentfs.inference.dca.estimator import DCA
-    from latentfs.inference.dca.features import DCAClassifier, DCAFeatures, component_features, fold_in_features
 
 __all__ = [
     "DCA",
@@ -43,7 +29,13 @@ __all__ = [
     "word_relevance",
 ]
 
-# Engines register themselves on import.
-for _mod in pkgutil.iter_modules(__path__):
-    if f"{__name__}.{_mod.name}" not in _EXPORTS:
-        importlib.import_module(f"{__name__}.{_mod.name}")
+# Engines register themselves on import; the scikit-learn estimators hold none and are imported on first use.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latentfs.inference.dca.estimator": ("DCA",),
+    "latentfs.inference.dca.features": ("DCAClassifier", "DCAFeatures", "component_features", "fold_in_features"),
+}
+__getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.inference.dca.estimator import DCA
+    from latentfs.inference.dca.features import DCAClassifier, DCAFeatures, component_features, fold_in_features

@@ -10,10 +10,9 @@
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
 """
 
-import importlib
-import pkgutil
+from typing import TYPE_CHECKING
 
-from latentfs.inference.factor.estimator import FactorAnalyzer, MixtureOfFactorAnalyzersClusterer
+from latentfs._lazy import attach_family
 from latentfs.inference.factor.sharded import factor_scores
 from latentfs.inference.factor.weights import (
     bootstrap_draws,
@@ -38,6 +37,11 @@ __all__ = [
     "varimax",
 ]
 
-# Engines register themselves on import.
-for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+# Engines register themselves on import; the scikit-learn estimators hold none and are imported on first use.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latentfs.inference.factor.estimator": ("FactorAnalyzer", "MixtureOfFactorAnalyzersClusterer"),
+}
+__getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.inference.factor.estimator import FactorAnalyzer, MixtureOfFactorAnalyzersClusterer

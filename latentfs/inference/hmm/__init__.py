@@ -10,14 +10,18 @@
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
 """
 
-import importlib
-import pkgutil
+from typing import TYPE_CHECKING
 
+from latentfs._lazy import attach_family
 from latentfs.inference.hmm.decode import sequence_log_likelihood, state_marginals, viterbi
-from latentfs.inference.hmm.estimator import CategoricalHMMEstimator, GaussianHMMEstimator
 
 __all__ = ["CategoricalHMMEstimator", "GaussianHMMEstimator", "sequence_log_likelihood", "state_marginals", "viterbi"]
 
-# Engines register themselves on import.
-for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+# Engines register themselves on import; the scikit-learn estimators hold none and are imported on first use.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latentfs.inference.hmm.estimator": ("CategoricalHMMEstimator", "GaussianHMMEstimator"),
+}
+__getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.inference.hmm.estimator import CategoricalHMMEstimator, GaussianHMMEstimator

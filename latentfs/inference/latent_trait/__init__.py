@@ -10,14 +10,18 @@
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
 """
 
-import importlib
-import pkgutil
+from typing import TYPE_CHECKING
 
-from latentfs.inference.latent_trait.estimator import LatentTraitAnalyzer
+from latentfs._lazy import attach_family
 from latentfs.inference.latent_trait.weights import discrimination_weights, item_characteristic_curves
 
 __all__ = ["LatentTraitAnalyzer", "discrimination_weights", "item_characteristic_curves"]
 
-# Engines register themselves on import.
-for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+# Engines register themselves on import; the scikit-learn estimators hold none and are imported on first use.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latentfs.inference.latent_trait.estimator": ("LatentTraitAnalyzer",),
+}
+__getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.inference.latent_trait.estimator import LatentTraitAnalyzer

@@ -7,12 +7,10 @@
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
 """
 
-import importlib
-import pkgutil
+from typing import TYPE_CHECKING
 
+from latentfs._lazy import attach_family
 from latentfs.inference.plsa.em import fold_in, plsa_loglik
-from latentfs.inference.plsa.estimator import PLSAEstimator
-from latentfs.inference.plsa.transformer import PLSATransformer
 
 __all__ = [
     "PLSAEstimator",
@@ -21,6 +19,13 @@ __all__ = [
     "plsa_loglik",
 ]
 
-# Engines register themselves on import.
-for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+# Engines register themselves on import; the scikit-learn estimators hold none and are imported on first use.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latentfs.inference.plsa.estimator": ("PLSAEstimator",),
+    "latentfs.inference.plsa.transformer": ("PLSATransformer",),
+}
+__getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.inference.plsa.estimator import PLSAEstimator
+    from latentfs.inference.plsa.transformer import PLSATransformer
