@@ -21,7 +21,6 @@ reported so that a result can warn when such outputs mix labels.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 __all__ = [
     "apply_draw_permutations",
@@ -46,6 +45,8 @@ def matching_permutation(reference: np.ndarray, other: np.ndarray) -> tuple[np.n
     >>> matching_permutation(ref, ref[::-1])[0].tolist()
     [1, 0]
     """
+    from scipy.optimize import linear_sum_assignment  # here: scipy.optimize takes ~0.8 s to import
+
     ref = np.asarray(reference, dtype=np.float64).reshape(reference.shape[0], -1)
     oth = np.asarray(other, dtype=np.float64).reshape(other.shape[0], -1)
     cost = np.empty((ref.shape[0], oth.shape[0]))
@@ -132,6 +133,8 @@ def relabel_draws(
     """
     arr = np.asarray(draws)
     x = np.moveaxis(arr, component_axis + 2, 2)
+    from scipy.optimize import linear_sum_assignment  # here: scipy.optimize takes ~0.8 s to import
+
     c, d, k = x.shape[:3]
     flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
     n = c * d

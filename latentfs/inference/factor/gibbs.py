@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.optimize import linear_sum_assignment
 
 from latentfs.core.data import DataError
 from latentfs.core.driver import run_sampler
@@ -195,6 +194,8 @@ def signed_permutation(loadings: np.ndarray, reference: np.ndarray) -> np.ndarra
     >>> np.allclose(-W[:, ::-1] @ signed_permutation(-W[:, ::-1], W), W)
     True
     """
+    from scipy.optimize import linear_sum_assignment  # here: scipy.optimize takes ~0.8 s to import
+
     cross = np.asarray(loadings).T @ np.asarray(reference)
     rows, cols = linear_sum_assignment(-np.abs(cross))
     P = np.zeros_like(cross)
