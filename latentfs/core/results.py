@@ -83,7 +83,7 @@ def _dirichlet(conc: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray
     """Dirichlet draws along the last axis, made in log space so tiny concentrations don't underflow."""
     from latentfs.core.random import log_dirichlet_draws
 
-    return np.exp(log_dirichlet_draws(conc, n, rng))
+    return log_dirichlet_draws(conc, n, rng, log=False)
 
 
 def split_rhat(draws: np.ndarray) -> np.ndarray:
