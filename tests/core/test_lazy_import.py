@@ -108,3 +108,17 @@ def test_fit_finds_the_engines_of_a_models_own_family_in_a_fresh_process():
     out = _fresh(code)
     assert out[: out.index("|")] == ["collapsed_gibbs", "gibbs", "map", "nuts", "online_vb", "plsi_em", "svi", "vb"]
     assert {"em", "gibbs", "vb"} <= set(out[out.index("|") + 1:])
+
+
+def test_every_built_in_engine_lives_in_its_models_family():
+    """``fit`` imports only ``latentfs.inference.<family>`` for a model of ``latentfs.models.<family>``; that finds
+    every engine only if each engine for a built-in model is defined in that model's family."""
+    latentfs.inference.load_all()
+    checked = 0
+    for (cls, method), engine in registry._ENGINES.items():
+        model_family = cls.__module__.split(".")
+        if model_family[:2] != ["latentfs", "models"]:
+            continue
+        assert engine.__module__.split(".")[:3] == ["latentfs", "inference", model_family[2]], (cls, method)
+        checked += 1
+    assert checked >= 40
