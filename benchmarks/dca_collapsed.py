@@ -19,6 +19,9 @@ Run: ``python benchmarks/dca_collapsed.py [--quick] [--corpora sim50 reuters new
 worker, documents added, trained until it reaches latentfs's held-out), and the same call with
 ``n_threads=2`` (helpers shared with ``benchmarks/dca.py``).
 
+``--whole-seeds N``: the default whole call over seeds 0..N−1, tomotopy seeded alike, with the median ratio (one
+seed says little: both sides' held-out spreads over seeds by more than the gaps compared).
+
 ``--threads``: engine-only speed and held-out of the document-partitioned sweep, ``n_threads`` 1 against 2,
 wall clock (medians over 25-sweep chunks), same seeds.
 """
@@ -299,13 +302,15 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true", help="with --whole: also a call with an empty numba cache")
     ap.add_argument("--whole-threads", action="store_true", help="with --whole: also the call with n_threads=2, and the default call with torch allowed 2 threads "
                     "(chains in threads)")
+    ap.add_argument("--whole-seeds", type=int, default=0, help="default whole calls over this many seeds on both "
+                    "sides (latentfs and tomotopy seeded alike), on sim50 at --ks")
     ap.add_argument("--threads", action="store_true", help="engine-only n_threads 1 vs 2 on sim50 at --ks")
     ap.add_argument("--out", default=None, help="write the --whole / --threads tables here")
     args = ap.parse_args()
     print(machine_info(), f"; load average {os.getloadavg()}")
-    if args.whole or args.threads:
+    if args.whole or args.threads or args.whole_seeds:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from dca import whole_calls  # noqa: PLC0415
+        from dca import whole_calls, whole_collapsed_seeds  # noqa: PLC0415
 
         X, _, desc = load_corpus("sim50", args.quick)
         train, split = train_test(X)
@@ -317,6 +322,8 @@ def main() -> None:
                 pairs += ([("latentfs-collapsed-2threads", ""), ("latentfs-collapsed-2cores", "")]
                           if args.whole_threads else [])
                 whole_calls(lines, train, split, K, "sim50", pairs, args.cold)
+            if args.whole_seeds:
+                whole_collapsed_seeds(lines, train, split, K, "sim50", args.whole_seeds)
             if args.threads:
                 lines += thread_speed(train, split, K, 0.1, 0.01, range(args.seeds))
         if args.out:
