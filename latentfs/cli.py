@@ -421,10 +421,10 @@ def _check_file(path: Path) -> None:
 
 
 def _read_counts(path: Path, args: argparse.Namespace) -> Any:
-    """The validated CountMatrix of ``path`` (names from the header, index column or --vocab)."""
+    """The validated CountMatrix of ``path`` (names from the header, index column or --vocab); ``path`` was
+    checked by :func:`_check_file` before the model was built."""
     from latentfs.core.data import as_counts
 
-    _check_file(path)
     suffix = path.suffix.lower()
     documents = None
     if suffix == ".csv":

@@ -131,10 +131,10 @@ def relabel_draws(
     >>> relabel_draws(x)[0][0].tolist()
     [[0, 1], [1, 0], [0, 1]]
     """
-    arr = np.asarray(draws)
-    x = np.moveaxis(arr, component_axis + 2, 2)
     from scipy.optimize import linear_sum_assignment  # here: scipy.optimize takes ~0.8 s to import
 
+    arr = np.asarray(draws)
+    x = np.moveaxis(arr, component_axis + 2, 2)
     c, d, k = x.shape[:3]
     flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
     n = c * d
