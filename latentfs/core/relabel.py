@@ -72,18 +72,20 @@ def _squared_costs(pivot: np.ndarray, block: np.ndarray) -> np.ndarray:
     return cross
 
 
-def relabel_memory(n_components: int, n_entries: int, block: int = 1) -> int:
-    """Bytes :func:`relabel_draws` allocates beyond its input for ``block`` draws at a time.
+def relabel_memory(n_components: int, n_entries: int, n_draws: int = 0) -> int:
+    """Bytes :func:`relabel_draws` allocates beyond its input.
 
-    The pivot and its running sum (2 K·M), one block's cost matrices (block · K²) and its relabelled
-    draws (block · K·M), in float64: O(K² + K·M) per draw, never K²·M.
+    Always: the pivot, the sum of its moved rows and one draw in float64 (3 K·M), one cost matrix (K²) and each draw's
+    squared row norms (K per draw). With ``n_draws`` > 0, also the cache of each draw's cross products with
+    the pivot (K² per draw) that lets later iterations recompute only the pivot rows that moved. O(K² + K·M)
+    per draw, never K²·M.
     """
-    k, m = int(n_components), int(n_entries)
-    return 8 * (2 * k * m + block * (k * k + k * m))
+    k, m, n = int(n_components), int(n_entries), int(n_draws)
+    return 8 * (3 * k * m + k * k + n * (k * k + k))
 
 
-def _block_size(n_components: int, n_entries: int, n_draws: int, budget: float | None, block: int) -> int:
-    """The largest block ≤ ``block`` whose working memory fits ``budget``; a DataError when one draw does not."""
+def _fits_cache(n_components: int, n_entries: int, n_draws: int, budget: float | None) -> bool:
+    """Whether the cross-product cache fits ``budget``; a DataError when not even one draw at a time does."""
     from latentfs.core.data import DataError
     from latentfs.core.driver import available_memory
 
@@ -91,18 +93,16 @@ def _block_size(n_components: int, n_entries: int, n_draws: int, budget: float |
         avail = available_memory()
         budget = None if avail is None else avail / 2
     if budget is None:
-        return max(1, min(block, n_draws))
-    need = relabel_memory(n_components, n_entries, 1)
+        return True
+    need = relabel_memory(n_components, n_entries) + 8 * n_draws * n_components
     if need > budget:
         raise DataError(
             f"relabelling draws of {n_components} components × {n_entries} entries needs {need / 2**30:.2f} GiB "
-            f"(2 K·M + K² + K·M floats), over the memory budget of {budget / 2**30:.2f} GiB. Align fewer entries "
-            "(a smaller site, or fewer components), free memory, pass a larger memory_budget (bytes), or fit "
-            "with align=False and relabel a subset of the draws yourself."
+            "(3 K·M + K² floats, and K per draw), over the memory budget of "
+            f"{budget / 2**30:.2f} GiB. Align fewer entries (a smaller site, or fewer components), free memory, "
+            "pass a larger memory_budget (bytes), or fit with align=False and relabel a subset of the draws yourself."
         )
-    per_draw = relabel_memory(n_components, n_entries, 2) - need
-    fits = 1 + int((budget - need) // max(per_draw, 1))
-    return max(1, min(block, fits, n_draws))
+    return relabel_memory(n_components, n_entries, n_draws) <= budget
 
 
 def relabel_draws(
@@ -110,7 +110,6 @@ def relabel_draws(
     component_axis: int = 0,
     *,
     max_iter: int = 20,
-    block: int = 64,
     memory_budget: float | None = None,
 ) -> tuple[np.ndarray, int]:
     """Per-draw permutations relabelling ``draws`` (chain, draw, *shape) to one labelling.
@@ -119,10 +118,17 @@ def relabel_draws(
     (chain, draw, K), with ``draws[c, d]`` taken at ``perms[c, d]`` along the component axis being the
     relabelled draw, and the number of pivot iterations used.
 
-    Working memory beyond the input is :func:`relabel_memory` (O(K² + K·M) per draw of a block of at most
-    ``block`` draws), checked against ``memory_budget`` (bytes; default half the available memory) before
-    anything is allocated: the block shrinks to fit, and a :class:`~latentfs.core.data.DataError` names the
-    remedy when not even one draw fits.
+    The cost of matching pivot row k to a draw's row j is ‖pivot_k − draw_j‖² = ‖pivot_k‖² + ‖draw_j‖² −
+    2 pivot_k · draw_j. Each draw's cross products with the pivot (K × K) are kept between iterations, and
+    only the pivot rows that moved (a row moves when some draw's match for it changed) are multiplied again:
+    after the first two iterations usually a few rows, so a later iteration costs K Hungarian solves per draw
+    rather than a K × K × M product per draw. The permutations are those of recomputing every cost (up to
+    the rounding of the products).
+
+    Working memory beyond the input is :func:`relabel_memory`, checked against ``memory_budget`` (bytes;
+    default half the available memory) before anything is allocated: without room for the cache every
+    iteration recomputes all products, and a :class:`~latentfs.core.data.DataError` names the remedy when
+    not even one draw at a time fits.
 
     Examples
     --------
@@ -137,31 +143,46 @@ def relabel_draws(
     x = np.moveaxis(arr, component_axis + 2, 2)
     c, d, k = x.shape[:3]
     flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
-    n = c * d
-    block = _block_size(k, flat.shape[2], n, memory_budget, block)
+    n, m = c * d, flat.shape[2]
+    cache = _fits_cache(k, m, n, memory_budget)
+    cross = np.empty((n, k, k)) if cache else None
+    b2 = np.empty((n, k))
     perms = np.tile(np.arange(k), (n, 1))
     pivot = np.array(flat[d - 1], dtype=np.float64)  # the last draw of chain 0: a labelling the sampler visited
+    p2 = np.einsum("km,km->k", pivot, pivot)
+    moved = np.arange(k)  # pivot rows that changed since the cross products were computed: all, at first
     it = 0
     for it in range(1, max_iter + 1):
         new = np.empty_like(perms)
-        total = np.zeros_like(pivot)
-        for start in range(0, n, block):
-            chunk = np.asarray(flat[start : start + block], dtype=np.float64)
-            for i, cost in enumerate(_squared_costs(pivot, chunk)):
-                rows, cols = linear_sum_assignment(cost)
-                new[start + i, rows] = cols
-            total += _gather_rows(chunk, new[start : start + chunk.shape[0]]).sum(0)
-        changed = not np.array_equal(new, perms)
+        part = pivot[moved] if moved.size < k and cross is not None else None
+        for i in range(n):
+            draw = np.asarray(flat[i], dtype=np.float64)
+            if it == 1:
+                b2[i] = np.einsum("km,km->k", draw, draw)
+            if cross is None:
+                prod = pivot @ draw.T
+            else:
+                if part is None:
+                    np.matmul(pivot, draw.T, out=cross[i])
+                else:
+                    cross[i, moved] = part @ draw.T
+                prod = cross[i]
+            cost = p2[:, None] + b2[i][None, :] - 2.0 * prod
+            rows, cols = linear_sum_assignment(cost)
+            new[i, rows] = cols
+        changed = new != perms
+        moved = np.arange(k) if it == 1 else np.flatnonzero(changed.any(axis=0))
         perms = new
-        pivot = total / n
-        if not changed and it > 1:
+        if moved.size == 0 and it > 1:
             break
+        # The pivot's moved rows are the mean of the rows now matched to them; the others are unchanged.
+        total, rows_i = np.zeros((moved.size, m)), np.empty((moved.size, m), dtype=flat.dtype)
+        for i in range(n):
+            np.take(flat[i], perms[i, moved], axis=0, out=rows_i)
+            total += rows_i
+        pivot[moved] = total / n
+        p2[moved] = np.einsum("km,km->k", pivot[moved], pivot[moved])
     return perms.reshape(c, d, k), it
-
-
-def _gather_rows(x: np.ndarray, perms: np.ndarray) -> np.ndarray:
-    """``out[n, k] = x[n, perms[n, k]]`` for x (n, K, ...): whole rows copied, no per-element index arrays."""
-    return x[np.arange(x.shape[0])[:, None], perms]
 
 
 def apply_draw_permutations(

@@ -223,15 +223,64 @@ def test_relabel_costs_by_matmul_equal_the_direct_squared_distances():
 def test_relabel_memory_is_checked_against_a_budget():
     from latentfs.core.relabel import relabel_draws, relabel_memory
 
-    # K = 1000, V = 2000: a K × K × V array would be 14.9 GiB; the working memory is 0.05 GiB per draw.
+    # K = 1000, V = 2000: a K × K × V array would be 14.9 GiB; the working memory is 0.05 GiB, and the cache
+    # of cross products 8 MiB per draw.
     assert relabel_memory(1000, 2000) < 2**30 / 16
+    assert relabel_memory(1000, 2000, 10) - relabel_memory(1000, 2000) == 10 * 8 * (1000**2 + 1000)
     rng = np.random.default_rng(1)
     x = rng.random((2, 5, 6, 40))
     with pytest.raises(DataError, match="relabelling draws of 6 components × 40 entries needs .* memory_budget"):
         relabel_draws(x, memory_budget=1000)
-    # A budget that fits one draw at a time gives the same permutations as the default blocks.
-    small = relabel_memory(6, 40, 1)
+    # A budget without room for the cache recomputes every product: the same permutations.
+    small = relabel_memory(6, 40) + 8 * 10 * 6
+    assert small < relabel_memory(6, 40, 10)
     np.testing.assert_array_equal(relabel_draws(x, memory_budget=small)[0], relabel_draws(x)[0])
+
+
+def _stephens_full(x: np.ndarray, max_iter: int = 20) -> np.ndarray:
+    """Stephens' relabelling with every cost recomputed at every iteration (the textbook form)."""
+    from scipy.optimize import linear_sum_assignment
+
+    c, d, k = x.shape[:3]
+    flat = x.reshape(c * d, k, -1)
+    perms = np.tile(np.arange(k), (c * d, 1))
+    pivot = flat[d - 1].copy()
+    for it in range(1, max_iter + 1):
+        new = np.empty_like(perms)
+        for i, draw in enumerate(flat):
+            cost = ((pivot[:, None, :] - draw[None, :, :]) ** 2).sum(-1)
+            rows, cols = linear_sum_assignment(cost)
+            new[i, rows] = cols
+        changed = not np.array_equal(new, perms)
+        perms = new
+        pivot = np.mean([draw[p] for draw, p in zip(flat, perms, strict=True)], axis=0)
+        if not changed and it > 1:
+            break
+    return perms.reshape(c, d, k)
+
+
+def test_relabel_draws_keeps_the_permutations_of_recomputing_every_cost():
+    # Later iterations multiply only the pivot rows that moved; the permutations must be those of the textbook
+    # algorithm. 12 components, half of them nearly empty (noise rows that keep swapping for a few iterations),
+    # 3 chains of 30 draws, each draw in a random labelling.
+    from latentfs.core.relabel import relabel_draws
+
+    rng = np.random.default_rng(3)
+    k, v = 12, 30
+    centres = rng.dirichlet(np.full(v, 0.3), size=k)
+    centres[6:] = 1.0 / v
+    x = np.empty((3, 30, k, v))
+    for c in range(3):
+        for d in range(30):
+            draw = centres + rng.normal(scale=0.01, size=(k, v))
+            x[c, d] = draw[rng.permutation(k)]
+    expected = _stephens_full(x)
+    perms, iterations = relabel_draws(x)
+    assert iterations > 2  # the noise rows moved after the second iteration: the partial update ran
+    np.testing.assert_array_equal(perms, expected)
+    # One labelling at the end: every relabelled draw is near the first (a draw left unaligned would not be).
+    aligned = np.take_along_axis(x, perms[..., None], axis=2)
+    assert np.abs(aligned - aligned[0, 0]).max() < 0.1
 
 
 def test_split_rhat_in_blocks_equals_the_textbook_formula_and_apply_permutations_in_place():
