@@ -58,20 +58,6 @@ def matching_permutation(reference: np.ndarray, other: np.ndarray) -> tuple[np.n
     return perm, float(cost[rows, cols].mean())
 
 
-def _squared_costs(pivot: np.ndarray, block: np.ndarray) -> np.ndarray:
-    """‖pivot_k − block_n,j‖² for a block of draws (n, K, M) → (n, K, K), without an (n, K, K, M) array.
-
-    The cross term is one batched matrix product (BLAS), not an einsum over K × K × M.
-    """
-    p2 = np.einsum("km,km->k", pivot, pivot)  # (K,)
-    b2 = np.einsum("nkm,nkm->nk", block, block)  # (n, K)
-    cross = np.matmul(pivot, block.transpose(0, 2, 1))  # (n, K_pivot, K_draw)
-    cross *= -2.0
-    cross += p2[None, :, None]
-    cross += b2[:, None, :]
-    return cross
-
-
 def relabel_memory(n_components: int, n_entries: int, n_draws: int = 0) -> int:
     """Bytes :func:`relabel_draws` allocates beyond its input.
 

@@ -211,15 +211,6 @@ def test_chapter_schedule_never_decreases_and_options_are_checked(corpus):
 
 
 # ----------------------------------------------------------------------------- relabelling cost (issue 19, item 3)
-def test_relabel_costs_by_matmul_equal_the_direct_squared_distances():
-    from latentfs.core.relabel import _squared_costs
-
-    rng = np.random.default_rng(0)
-    pivot, block = rng.random((4, 7)), rng.random((3, 4, 7))
-    direct = ((pivot[None, :, None, :] - block[:, None, :, :]) ** 2).sum(-1)
-    np.testing.assert_allclose(_squared_costs(pivot, block), direct, rtol=1e-12, atol=1e-12)
-
-
 def test_relabel_memory_is_checked_against_a_budget():
     from latentfs.core.relabel import relabel_draws, relabel_memory
 
