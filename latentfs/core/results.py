@@ -50,7 +50,8 @@ _FAMILIES: dict[str, dict[str, Any]] = {
         "mean": lambda p: p["concentration"] / p["concentration"].sum(-1, keepdims=True),
     },
     "gamma": {
-        "sample": lambda p, n, rng: rng.gamma(p["concentration"], 1.0 / p["rate"], size=(n, *p["concentration"].shape)),
+        "sample": lambda p, n, rng: rng.standard_gamma(p["concentration"], size=(n, *p["concentration"].shape))
+        * (1.0 / p["rate"]),
         "mean": lambda p: p["concentration"] / p["rate"],
     },
     "normal": {

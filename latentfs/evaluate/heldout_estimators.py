@@ -430,7 +430,8 @@ def importance_sampling(
 
 def _log_gamma_samples(shape: np.ndarray, rate: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """log l for l_k ~ Gamma(shape_k, rate_k), (n, K), in log space (small shapes do not underflow)."""
-    log_g = np.log(rng.gamma(shape + 1.0, size=(n, shape.size))) + np.log(rng.uniform(size=(n, shape.size))) / shape
+    size = (n, shape.size)
+    log_g = np.log(rng.standard_gamma(shape + 1.0, size=size)) + np.log(rng.random(size=size)) / shape
     return log_g - np.log(rate)
 
 

@@ -348,7 +348,7 @@ def _posterior(
     rate = to_np(1 + hyper["beta"])
     zero = to_np(q_zero_probability(state, hyper))
     rng = np.random.default_rng(int(torch.randint(0, 2**31, (1,), generator=gen)))
-    slab = rng.gamma(a, 1 / rate, size=(num_draws, *a.shape))
+    slab = rng.standard_gamma(a, size=(num_draws, *a.shape)) * (1 / rate)
     draws = np.where(rng.uniform(size=slab.shape) < zero, 0.0, slab)
     dims, coords = dims_and_coords(model, data)
     extras = {
