@@ -58,37 +58,48 @@ def matching_permutation(reference: np.ndarray, other: np.ndarray) -> tuple[np.n
     return perm, float(cost[rows, cols].mean())
 
 
-def relabel_memory(n_components: int, n_entries: int, n_draws: int = 0) -> int:
+#: Working memory of one block of draws (their float64 copy and cost matrices): large enough that many small
+#: draws share one batched product, small enough that a large draw is handled on its own.
+BLOCK_BYTES = 8 * 2**20
+
+
+def relabel_memory(n_components: int, n_entries: int, n_draws: int = 0, *, block: int = 1, cache: bool = True) -> int:
     """Bytes :func:`relabel_draws` allocates beyond its input.
 
-    Always: the pivot, the sum of its moved rows and one draw in float64 (3 K·M), one cost matrix (K²) and each draw's
-    squared row norms (K per draw). With ``n_draws`` > 0, also the cache of each draw's cross products with
-    the pivot (K² per draw) that lets later iterations recompute only the pivot rows that moved. O(K² + K·M)
-    per draw, never K²·M.
+    The pivot and the sum of its moved rows (2 K·M floats); a block of ``block`` draws in float64 with their
+    cost matrices (K·M + K² per draw); and for each of ``n_draws`` draws its squared row norms (K) and, with
+    ``cache``, its cross products with the pivot (K²), which let later iterations recompute only the pivot
+    rows that moved. O(K² + K·M) per draw, never K²·M.
     """
     k, m, n = int(n_components), int(n_entries), int(n_draws)
-    return 8 * (3 * k * m + k * k + n * (k * k + k))
+    return 8 * (2 * k * m + int(block) * (k * m + k * k) + n * (k + (k * k if cache else 0)))
 
 
-def _fits_cache(n_components: int, n_entries: int, n_draws: int, budget: float | None) -> bool:
-    """Whether the cross-product cache fits ``budget``; a DataError when not even one draw at a time does."""
+def _plan(n_components: int, n_entries: int, n_draws: int, budget: float | None) -> tuple[bool, int]:
+    """Whether the cross-product cache fits ``budget``, and the block size; a DataError when not even one
+    draw at a time fits."""
     from latentfs.core.data import DataError
     from latentfs.core.driver import available_memory
 
+    k, m, n = n_components, n_entries, n_draws
+    per_draw = 8 * (k * m + k * k)
+    block = max(1, min(n, BLOCK_BYTES // per_draw))
     if budget is None:
         avail = available_memory()
         budget = None if avail is None else avail / 2
     if budget is None:
-        return True
-    need = relabel_memory(n_components, n_entries) + 8 * n_draws * n_components
+        return True, block
+    need = relabel_memory(k, m, n, cache=False)
     if need > budget:
         raise DataError(
-            f"relabelling draws of {n_components} components × {n_entries} entries needs {need / 2**30:.2f} GiB "
+            f"relabelling draws of {k} components × {m} entries needs {need / 2**30:.2f} GiB "
             "(3 K·M + K² floats, and K per draw), over the memory budget of "
             f"{budget / 2**30:.2f} GiB. Align fewer entries (a smaller site, or fewer components), free memory, "
             "pass a larger memory_budget (bytes), or fit with align=False and relabel a subset of the draws yourself."
         )
-    return relabel_memory(n_components, n_entries, n_draws) <= budget
+    cache = relabel_memory(k, m, n) <= budget
+    room = budget - relabel_memory(k, m, n, block=0, cache=cache)
+    return cache, max(1, min(block, int(room // per_draw)))
 
 
 def relabel_draws(
@@ -109,12 +120,13 @@ def relabel_draws(
     only the pivot rows that moved (a row moves when some draw's match for it changed) are multiplied again:
     after the first two iterations usually a few rows, so a later iteration costs K Hungarian solves per draw
     rather than a K × K × M product per draw. The permutations are those of recomputing every cost (up to
-    the rounding of the products).
+    the rounding of the products). Draws are taken in blocks of at most :data:`BLOCK_BYTES` (one batched
+    product for many small draws; one draw at a time when a draw is large).
 
     Working memory beyond the input is :func:`relabel_memory`, checked against ``memory_budget`` (bytes;
     default half the available memory) before anything is allocated: without room for the cache every
-    iteration recomputes all products, and a :class:`~latentfs.core.data.DataError` names the remedy when
-    not even one draw at a time fits.
+    iteration recomputes all products, the blocks shrink to fit, and a :class:`~latentfs.core.data.DataError`
+    names the remedy when not even one draw at a time fits.
 
     Examples
     --------
@@ -130,7 +142,7 @@ def relabel_draws(
     c, d, k = x.shape[:3]
     flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
     n, m = c * d, flat.shape[2]
-    cache = _fits_cache(k, m, n, memory_budget)
+    cache, block = _plan(k, m, n, memory_budget)
     cross = np.empty((n, k, k)) if cache else None
     b2 = np.empty((n, k))
     perms = np.tile(np.arange(k), (n, 1))
@@ -141,31 +153,34 @@ def relabel_draws(
     for it in range(1, max_iter + 1):
         new = np.empty_like(perms)
         part = pivot[moved] if moved.size < k and cross is not None else None
-        for i in range(n):
-            draw = np.asarray(flat[i], dtype=np.float64)
+        for lo in range(0, n, block):
+            hi = min(n, lo + block)
+            chunk = np.asarray(flat[lo:hi], dtype=np.float64)
+            t_chunk = chunk.transpose(0, 2, 1)
             if it == 1:
-                b2[i] = np.einsum("km,km->k", draw, draw)
+                b2[lo:hi] = np.einsum("nkm,nkm->nk", chunk, chunk)
             if cross is None:
-                prod = pivot @ draw.T
+                prod = np.matmul(pivot, t_chunk)
             else:
                 if part is None:
-                    np.matmul(pivot, draw.T, out=cross[i])
+                    np.matmul(pivot, t_chunk, out=cross[lo:hi])
                 else:
-                    cross[i, moved] = part @ draw.T
-                prod = cross[i]
-            cost = p2[:, None] + b2[i][None, :] - 2.0 * prod
-            rows, cols = linear_sum_assignment(cost)
-            new[i, rows] = cols
+                    cross[lo:hi, moved] = np.matmul(part, t_chunk)
+                prod = cross[lo:hi]
+            costs = p2[None, :, None] + b2[lo:hi, None, :] - 2.0 * prod
+            for i, cost in enumerate(costs):
+                rows, cols = linear_sum_assignment(cost)
+                new[lo + i, rows] = cols
         changed = new != perms
         moved = np.arange(k) if it == 1 else np.flatnonzero(changed.any(axis=0))
         perms = new
         if moved.size == 0 and it > 1:
             break
         # The pivot's moved rows are the mean of the rows now matched to them; the others are unchanged.
-        total, rows_i = np.zeros((moved.size, m)), np.empty((moved.size, m), dtype=flat.dtype)
-        for i in range(n):
-            np.take(flat[i], perms[i, moved], axis=0, out=rows_i)
-            total += rows_i
+        total = np.zeros((moved.size, m))
+        for lo in range(0, n, block):
+            hi = min(n, lo + block)
+            total += flat[lo:hi][np.arange(hi - lo)[:, None], perms[lo:hi][:, moved]].sum(0, dtype=np.float64)
         pivot[moved] = total / n
         p2[moved] = np.einsum("km,km->k", pivot[moved], pivot[moved])
     return perms.reshape(c, d, k), it
