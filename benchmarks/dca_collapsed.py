@@ -21,6 +21,7 @@ worker, documents added, trained until it reaches latentfs's held-out), and the 
 
 ``--whole-seeds N``: the default whole call over seeds 0..N−1, tomotopy seeded alike, with the median ratio (one
 seed says little: both sides' held-out spreads over seeds by more than the gaps compared).
+``--whole-corpus news20`` runs ``--whole`` / ``--whole-seeds`` / ``--threads`` on the 2.4M-token corpus instead of sim50.
 
 ``--threads``: engine-only speed and held-out of the document-partitioned sweep, ``n_threads`` 1 against 2,
 wall clock (medians over 25-sweep chunks), same seeds.
@@ -304,7 +305,9 @@ def main() -> None:
                     "(chains in threads)")
     ap.add_argument("--whole-seeds", type=int, default=0, help="default whole calls over this many seeds on both "
                     "sides (latentfs and tomotopy seeded alike), on sim50 at --ks")
-    ap.add_argument("--threads", action="store_true", help="engine-only n_threads 1 vs 2 on sim50 at --ks")
+    ap.add_argument("--whole-corpus", default="sim50", choices=["sim50", "news20"], help="the corpus of --whole, "
+                    "--whole-seeds and --threads (news20: the simulated 2.4M-token, 60,000-word corpus)")
+    ap.add_argument("--threads", action="store_true", help="engine-only n_threads 1 vs 2 on --whole-corpus at --ks")
     ap.add_argument("--out", default=None, help="write the --whole / --threads tables here")
     args = ap.parse_args()
     print(machine_info(), f"; load average {os.getloadavg()}")
@@ -312,18 +315,19 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from dca import whole_calls, whole_collapsed_seeds  # noqa: PLC0415
 
-        X, _, desc = load_corpus("sim50", args.quick)
+        name = args.whole_corpus
+        X, _, desc = load_corpus(name, args.quick)
         train, split = train_test(X)
-        lines = [f"sim50: {desc}; train {train.shape[0]} docs, {int(train.sum())} tokens; held-out "
+        lines = [f"{name}: {desc}; train {train.shape[0]} docs, {int(train.sum())} tokens; held-out "
                  f"{split[0].shape[0]} docs", ""]
         for K in args.ks:
             if args.whole:
                 pairs = [("latentfs-collapsed", "tomotopy")]
                 pairs += ([("latentfs-collapsed-2threads", ""), ("latentfs-collapsed-2cores", "")]
                           if args.whole_threads else [])
-                whole_calls(lines, train, split, K, "sim50", pairs, args.cold)
+                whole_calls(lines, train, split, K, name, pairs, args.cold)
             if args.whole_seeds:
-                whole_collapsed_seeds(lines, train, split, K, "sim50", args.whole_seeds)
+                whole_collapsed_seeds(lines, train, split, K, name, args.whole_seeds)
             if args.threads:
                 lines += thread_speed(train, split, K, 0.1, 0.01, range(args.seeds))
         if args.out:
