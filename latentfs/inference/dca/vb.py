@@ -390,7 +390,8 @@ def gamma_update(stats: torch.Tensor, gamma: float, *, floor: float = 1e-6) -> f
 
     K, J = stats.shape[-2:]
     lam = stats + gamma
-    T = float((torch.digamma(lam) - torch.digamma(lam.sum(-1, keepdim=True))).sum())
+    psi_rows = torch.digamma(lam.sum(-1, keepdim=True))
+    T = float(lam.digamma_().sub_(psi_rows).sum())  # in place: one K × J temporary, not three
     target = -T / (K * J)
     x = float(np.log(gamma))
     for _ in range(100):
