@@ -292,6 +292,9 @@ def thread_speed(train, split, K, alpha, gamma, seeds, sweeps=200, chunk=25) -> 
 
 
 def main() -> None:
+    from bytecode import byte_compile_latentfs  # noqa: PLC0415
+
+    byte_compile_latentfs()  # as an installed package is (benchmarks/bytecode.py)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--corpora", nargs="+", default=["sim50", "reuters", "news20"])
