@@ -149,12 +149,12 @@ def relabel_draws(
     pivot = np.array(flat[d - 1], dtype=np.float64)  # the last draw of chain 0: a labelling the sampler visited
     p2 = np.einsum("km,km->k", pivot, pivot)
     moved = np.arange(k)  # pivot rows that changed since the cross products were computed: all, at first
+    spans = [(lo, min(n, lo + block)) for lo in range(0, n, block)]
     it = 0
     for it in range(1, max_iter + 1):
         new = np.empty_like(perms)
         part = pivot[moved] if moved.size < k and cross is not None else None
-        for lo in range(0, n, block):
-            hi = min(n, lo + block)
+        for lo, hi in spans:
             chunk = np.asarray(flat[lo:hi], dtype=np.float64)
             t_chunk = chunk.transpose(0, 2, 1)
             if it == 1:
@@ -178,8 +178,7 @@ def relabel_draws(
             break
         # The pivot's moved rows are the mean of the rows now matched to them; the others are unchanged.
         total = np.zeros((moved.size, m))
-        for lo in range(0, n, block):
-            hi = min(n, lo + block)
+        for lo, hi in spans:
             total += flat[lo:hi][np.arange(hi - lo)[:, None], perms[lo:hi][:, moved]].sum(0, dtype=np.float64)
         pivot[moved] = total / n
         p2[moved] = np.einsum("km,km->k", pivot[moved], pivot[moved])

@@ -11,7 +11,8 @@ standard updates recommended in the digest (§1.8, [EXT]):
   proportions; :func:`dirichlet_alpha_newton`);
 * GaP α with β fixed: solve ψ(α_k) = log β_k + (1/I) Σ_i E[log l_ik] by Newton (:func:`gamma_shape_newton`);
 * GaP β with α fixed: β_k = α_k I / Σ_i E[l_ik], the gamma-rate MLE from expected scores (:func:`gamma_rate`);
-* CGP ρ: the expected fraction of documents whose score l_ik is zero (:func:`zero_fraction`).
+* CGP ρ: the expected fraction of documents whose score l_ik is zero (:func:`zero_fraction`);
+* the symmetric topic–word γ for VB: Newton on Σ_k E_q[log Dirichlet(θ_k | γ)] (:func:`gamma_update`).
 
 Each function is pure: it takes the current value and the statistics and returns the new value.
 """
@@ -28,6 +29,7 @@ from latentfs.core.data import DataError
 __all__ = [
     "check_learn",
     "dirichlet_alpha_newton",
+    "gamma_update",
     "gamma_rate",
     "gamma_shape_newton",
     "gibbs_hyper_update",
@@ -279,3 +281,29 @@ def check_warmup_learning(
             stacklevel=3,
         )
     return drifts
+
+
+def gamma_update(stats: torch.Tensor, gamma: float, *, floor: float = 1e-6) -> float:
+    """The symmetric topic–word prior γ that maximises Σ_k E_q[log Dirichlet(θ_k | γ)] with q(θ_k) =
+    Dirichlet(γ_old + S_k), S (K, J) a cycle's expected counts.
+
+    With T = Σ_{k,j} E_q[log θ_kj] = Σ_{k,j} [ψ(λ_kj) − ψ(Σ_j λ_kj)], λ = γ_old + S, the maximiser solves
+    ψ(Jγ) − ψ(γ) = −T / (KJ) (the variational-EM estimate of smoothed LDA's η in Blei, Ng & Jordan 2003, with a
+    symmetric parameter); Newton's method on log γ, where the left side is monotone.
+    Costs J·K digammas per call.
+    """
+    from scipy.special import digamma, polygamma
+
+    K, J = stats.shape[-2:]
+    lam = stats + gamma
+    psi_rows = torch.digamma(lam.sum(-1, keepdim=True))
+    T = float(lam.digamma_().sub_(psi_rows).sum())  # in place: one K × J temporary, not three
+    target = -T / (K * J)
+    x = float(np.log(gamma))
+    for _ in range(100):
+        g = float(np.exp(x))
+        step = (digamma(J * g) - digamma(g) - target) / ((J * polygamma(1, J * g) - polygamma(1, g)) * g)
+        x -= float(np.clip(step, -2.0, 2.0))
+        if abs(step) < 1e-12:
+            break
+    return max(float(np.exp(x)), floor)

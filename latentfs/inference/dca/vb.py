@@ -50,7 +50,6 @@ from latentfs.inference.dca.common import (
     DCAData,
     DCAModel,
     dims_and_coords,
-    doc_loglik,
     group_normalise,
     hyper_tensors,
     log_length_factorials,
@@ -58,6 +57,8 @@ from latentfs.inference.dca.common import (
     prepare,
     resolve_model,
 )
+from latentfs.inference.dca.hyper import gamma_update
+from latentfs.inference.dca.vb_result import _build_posterior, _pointwise_loglik
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 
 __all__ = ["VBState", "vb_init", "vb_step", "vb_estep", "vb_doc_bound", "fit_vb", "restart_shape", "theta_stats"]
@@ -375,32 +376,6 @@ def vb_step(
         gamma = hyper["gamma"] = torch.full_like(gamma, gamma_update(stats, float(gamma[0])))
     theta = _theta_from_stats(stats, gamma, theta_update, model_groups(model, data))
     return VBState(doc_shape=a, topic_word=theta), float(objective), float(bound)
-
-
-def gamma_update(stats: torch.Tensor, gamma: float, *, floor: float = 1e-6) -> float:
-    """The symmetric topic–word prior γ that maximises Σ_k E_q[log Dirichlet(θ_k | γ)] with q(θ_k) =
-    Dirichlet(γ_old + S_k), S (K, J) a cycle's expected counts.
-
-    With T = Σ_{k,j} E_q[log θ_kj] = Σ_{k,j} [ψ(λ_kj) − ψ(Σ_j λ_kj)], λ = γ_old + S, the maximiser solves
-    ψ(Jγ) − ψ(γ) = −T / (KJ) (the variational-EM estimate of smoothed LDA's η in Blei, Ng & Jordan 2003, with a
-    symmetric parameter); Newton's method on log γ, where the left side is monotone.
-    Costs J·K digammas per call.
-    """
-    from scipy.special import digamma, polygamma
-
-    K, J = stats.shape[-2:]
-    lam = stats + gamma
-    psi_rows = torch.digamma(lam.sum(-1, keepdim=True))
-    T = float(lam.digamma_().sub_(psi_rows).sum())  # in place: one K × J temporary, not three
-    target = -T / (K * J)
-    x = float(np.log(gamma))
-    for _ in range(100):
-        g = float(np.exp(x))
-        step = (digamma(J * g) - digamma(g) - target) / ((J * polygamma(1, J * g) - polygamma(1, g)) * g)
-        x -= float(np.clip(step, -2.0, 2.0))
-        if abs(step) < 1e-12:
-            break
-    return max(float(np.exp(x)), floor)
 
 
 def converge_documents(
@@ -775,84 +750,6 @@ def _to_posterior(
     )
     made.append(post)
     return post
-
-
-def _build_posterior(
-    model: DCAModel,
-    run: Any,
-    theta_update: str,
-    hyper: dict[str, torch.Tensor],
-    restart_objectives: list[float],
-    *,
-    stats: torch.Tensor,
-    a: torch.Tensor,
-    dims: dict[str, tuple[str, ...]],
-    coords: dict[str, list[str]],
-    kept_documents: np.ndarray,
-    doc_lengths: np.ndarray,
-    groups: torch.Tensor | None,
-    log_likelihood: Any = None,
-) -> Posterior:
-    state = run.state
-    gamma = hyper["gamma"]
-    to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
-    extra_theta: dict[str, np.ndarray] = {}
-    if theta_update == "map":
-        theta_spec: dict[str, Any] = {"family": "point", "value": to_np(state.topic_word)}
-    elif model.groups is not None:
-        # One Dirichlet(γ + S) per group: results.py has no grouped-Dirichlet family, so the point is the
-        # mean (normalised within groups) and the concentrations are kept in extras.
-        theta_spec = {"family": "point", "value": to_np(group_normalise(stats + gamma, groups))}
-        extra_theta["topic_word_concentration"] = to_np(stats + gamma)
-    elif theta_update == "chapter":
-        theta_spec = {"family": "dirichlet", "concentration": to_np(stats + gamma)}
-    else:
-        theta_spec = {"family": "dirichlet", "concentration": to_np(state.topic_word)}
-    if isinstance(model, DirichletDCA):
-        doc_spec: dict[str, Any] = {"family": "dirichlet", "concentration": to_np(a)}
-    else:
-        doc_spec = {"family": "gamma", "concentration": to_np(a), "rate": to_np((1 + hyper["beta"]).expand_as(a))}
-    post: Posterior = Posterior(
-        model=type(model).__name__,
-        method="vb",
-        dims=dims,
-        coords=coords,
-        trace=run.trace,
-        fitted={"topic_word": theta_spec, model.doc_site: doc_spec},
-        diagnostics={
-            "converged": run.converged,
-            "interrupted": run.interrupted,
-            "n_iter": run.n_iter,
-            "objective": run.objective,
-            "bound": float(run.info["bounds"][-1]) if run.info["bounds"].size else None,
-            "theta_update": theta_update,
-            "restart_objectives": restart_objectives,
-            "best_restart": run.info["restart"],
-            "observation_dim": "document",
-        },
-        extras={
-            "component_counts": to_np(a - hyper["alpha"]),
-            "bound_trace": run.info["bounds"],
-            "kept_documents": kept_documents,
-            "doc_lengths": doc_lengths,
-            **extra_theta,
-        },
-        hyperparameters=model.hyperparameters(),
-        log_likelihood=log_likelihood,
-    )
-    return post
-
-
-def _pointwise_loglik(model: DCAModel, data: DCAData, post: Posterior, n: int) -> np.ndarray:
-    """log p(w_(i) | latent, Θ) at ``n`` joint draws from q: shape (1, n, I)."""
-    theta = post.samples("topic_word", n, seed=1)[0]  # a point estimate comes back once: (1, K, J)
-    doc = post.samples(model.doc_site, n, seed=2)[0]
-    out = np.empty((n, data.n_documents))
-    for s in range(n):
-        t = torch.as_tensor(theta[s % theta.shape[0]], dtype=data.dtype, device=data.device)
-        d = torch.as_tensor(doc[s], dtype=data.dtype, device=data.device)
-        out[s] = doc_loglik(model, data, t, d).cpu().numpy()
-    return out[None]
 
 
 register(DirichletDCA, "vb")(fit_vb)

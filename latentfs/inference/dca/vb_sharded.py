@@ -19,14 +19,12 @@ from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, 
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import DCAData, DCAModel, model_groups, prepare, resolve_model
-from latentfs.inference.dca.hyper import with_hyperparameters
+from latentfs.inference.dca.hyper import gamma_update, with_hyperparameters
 from latentfs.inference.dca.vb import (
     VBState,
-    _build_posterior,
     _hyper,
     _theta_from_stats,
     components_separated,
-    gamma_update,
     init_topic_word,
     learns_gamma_at,
     restart_shape,
@@ -34,6 +32,7 @@ from latentfs.inference.dca.vb import (
     theta_stats,
     vb_estep,
 )
+from latentfs.inference.dca.vb_result import _build_posterior
 from latentfs.models.dca import DirichletDCA
 
 __all__ = ["ShardedVBState", "fit_vb_dask"]

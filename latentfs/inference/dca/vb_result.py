@@ -1,0 +1,94 @@
+"""The result of a DCA VB fit: the fitted q(Θ) and q(latent) as a :class:`~latentfs.core.results.Posterior`
+(draws, exports and the pointwise log-likelihood are made from them when asked), shared by the in-memory fit
+(:mod:`.vb`) and the dask fit (:mod:`.vb_sharded`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentfs.core.results import Posterior
+from latentfs.inference.dca.common import DCAData, DCAModel, doc_loglik, group_normalise
+from latentfs.models.dca import DirichletDCA
+
+__all__: list[str] = []
+
+
+def _build_posterior(
+    model: DCAModel,
+    run: Any,
+    theta_update: str,
+    hyper: dict[str, torch.Tensor],
+    restart_objectives: list[float],
+    *,
+    stats: torch.Tensor,
+    a: torch.Tensor,
+    dims: dict[str, tuple[str, ...]],
+    coords: dict[str, list[str]],
+    kept_documents: np.ndarray,
+    doc_lengths: np.ndarray,
+    groups: torch.Tensor | None,
+    log_likelihood: Any = None,
+) -> Posterior:
+    state = run.state
+    gamma = hyper["gamma"]
+    to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
+    extra_theta: dict[str, np.ndarray] = {}
+    if theta_update == "map":
+        theta_spec: dict[str, Any] = {"family": "point", "value": to_np(state.topic_word)}
+    elif model.groups is not None:
+        # One Dirichlet(γ + S) per group: results.py has no grouped-Dirichlet family, so the point is the
+        # mean (normalised within groups) and the concentrations are kept in extras.
+        theta_spec = {"family": "point", "value": to_np(group_normalise(stats + gamma, groups))}
+        extra_theta["topic_word_concentration"] = to_np(stats + gamma)
+    elif theta_update == "chapter":
+        theta_spec = {"family": "dirichlet", "concentration": to_np(stats + gamma)}
+    else:
+        theta_spec = {"family": "dirichlet", "concentration": to_np(state.topic_word)}
+    if isinstance(model, DirichletDCA):
+        doc_spec: dict[str, Any] = {"family": "dirichlet", "concentration": to_np(a)}
+    else:
+        doc_spec = {"family": "gamma", "concentration": to_np(a), "rate": to_np((1 + hyper["beta"]).expand_as(a))}
+    post: Posterior = Posterior(
+        model=type(model).__name__,
+        method="vb",
+        dims=dims,
+        coords=coords,
+        trace=run.trace,
+        fitted={"topic_word": theta_spec, model.doc_site: doc_spec},
+        diagnostics={
+            "converged": run.converged,
+            "interrupted": run.interrupted,
+            "n_iter": run.n_iter,
+            "objective": run.objective,
+            "bound": float(run.info["bounds"][-1]) if run.info["bounds"].size else None,
+            "theta_update": theta_update,
+            "restart_objectives": restart_objectives,
+            "best_restart": run.info["restart"],
+            "observation_dim": "document",
+        },
+        extras={
+            "component_counts": to_np(a - hyper["alpha"]),
+            "bound_trace": run.info["bounds"],
+            "kept_documents": kept_documents,
+            "doc_lengths": doc_lengths,
+            **extra_theta,
+        },
+        hyperparameters=model.hyperparameters(),
+        log_likelihood=log_likelihood,
+    )
+    return post
+
+
+def _pointwise_loglik(model: DCAModel, data: DCAData, post: Posterior, n: int) -> np.ndarray:
+    """log p(w_(i) | latent, Θ) at ``n`` joint draws from q: shape (1, n, I)."""
+    theta = post.samples("topic_word", n, seed=1)[0]  # a point estimate comes back once: (1, K, J)
+    doc = post.samples(model.doc_site, n, seed=2)[0]
+    out = np.empty((n, data.n_documents))
+    for s in range(n):
+        t = torch.as_tensor(theta[s % theta.shape[0]], dtype=data.dtype, device=data.device)
+        d = torch.as_tensor(doc[s], dtype=data.dtype, device=data.device)
+        out[s] = doc_loglik(model, data, t, d).cpu().numpy()
+    return out[None]
