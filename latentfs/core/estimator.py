@@ -412,7 +412,7 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         self._check_params()
         model = self._make_model()
         self.posterior_ = fit(model, self._fit_data(X), method=self.method, **self._engine_options(model))
-        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", self.posterior_.trace.shape[-1])))
+        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", int(self.posterior_.trace.shape[-1]))))
         self._after_fit(X)
         return self
 
@@ -462,7 +462,7 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = int(X.shape[1])
         model = self._make_model()
         self.posterior_ = fit(model, X, method=self.method, **self._engine_options(model))
-        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", self.posterior_.trace.shape[-1])))
+        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", int(self.posterior_.trace.shape[-1]))))
         self._after_fit(None)
         return self
 

@@ -11,10 +11,13 @@ import importlib
 import importlib.util
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from latentfs.core.data import DataError
 from latentfs.core.parallel import chain_method, check_chain_method, current_chain_method
+
+if TYPE_CHECKING:  # what every registered engine returns; imported for the annotation only
+    from latentfs.core.results import Posterior
 
 __all__ = ["data_kind", "fit", "register", "methods_for"]
 
@@ -38,7 +41,7 @@ def methods_for(model: Any) -> list[str]:
     return sorted({m for (cls, m) in _ENGINES if cls in mro})
 
 
-def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Any:
+def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Posterior:
     """Fit ``model`` to ``data`` with the engine registered for ``method``.
 
     Parameters

@@ -66,7 +66,7 @@ class _HMMEstimator(DensityMixin, LatentEstimator):
         model = self._make_model()
         options = self._engine_options(model)
         self.posterior_ = fit(model, X, method=self.method, lengths=lengths, **options)
-        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", self.posterior_.trace.shape[-1])))
+        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", int(self.posterior_.trace.shape[-1]))))
         self._after_fit(X)
         return self
 
