@@ -1,8 +1,11 @@
-"""The latentfs command, end to end through the console script: reading a user's file without silent
-corruption, one-line errors (exit status 2) naming the file or option and the remedy, and the demo."""
+"""The latentfs command, end to end in a new process (``python -m latentfs``, through the running interpreter, so
+the suite passes when started as ``<venv>/bin/python -m pytest`` without the venv's ``bin/`` on PATH): reading a
+user's file without silent corruption, one-line errors (exit status 2) naming the file or option and the remedy,
+and the demo. The console script's entry point is checked in tests/test_packaging.py."""
 
 import re
 import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -22,13 +25,14 @@ def _corpus():
 
 
 def run(*args, cwd=None):
-    """Run the installed console script; returns (rc, stdout, stderr)."""
-    done = subprocess.run(["latentfs", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+    """Run the command in a new process of this interpreter; returns (rc, stdout, stderr)."""
+    done = subprocess.run([sys.executable, "-m", "latentfs", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
     return done.returncode, done.stdout, done.stderr
 
 
 def call(capsys, *args):
-    """The same command in this process (for the many variants of one case; the console-script tests above
+    """The same command in this process (for the many variants of one case; the new-process tests above
     each class cover process start-up and the entry point). Returns (rc, stdout, stderr)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", latentfs.ConvergenceWarning)  # short fits on purpose
@@ -82,6 +86,17 @@ def test_version_and_help_text_on_every_option():
     for name, sub in subparsers.items():
         for action in sub._actions:
             assert action.help, f"latentfs {name} {action.option_strings or action.dest} has no help text"
+
+
+def test_python_m_latentfs_is_the_command(tmp_path):
+    # from a folder that is not the checkout, as a user with the package installed would run it
+    rc, out, err = run("--help", cwd=tmp_path)
+    assert rc == 0, err
+    assert out.startswith("usage: latentfs [-h] [--version] COMMAND")  # the command's name, not __main__.py
+    assert re.search(r"^\s+demo\s+fit DCA to the Reuters sample", out, re.M)
+    assert re.search(r"^\s+fit\s+fit a DCA model to a count matrix file", out, re.M)
+    rc, _, err = run("no-such-command", cwd=tmp_path)
+    one_line_error(rc, err, r"^latentfs: error: argument COMMAND: invalid choice: 'no-such-command'")
 
 
 def test_index_column_written_by_to_csv_is_not_fitted_as_a_word(files, tmp_path):
