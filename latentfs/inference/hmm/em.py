@@ -19,6 +19,7 @@ import torch
 
 from latentfs.core.data import DataError, check_choice
 from latentfs.core.driver import make_generator, run_optimizer, run_restarts
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.hmm.family import HMMFamily, check_optimizer_options, prepare
@@ -31,8 +32,8 @@ INITIALISATIONS = ("kmeans", "random")
 
 
 def _onehot(labels: torch.Tensor, k: int) -> torch.Tensor:
-    out = torch.zeros(labels.shape[0], k, dtype=torch.float64)
-    out[torch.arange(labels.shape[0]), labels] = 1.0
+    out = torch.zeros(labels.shape[0], k, dtype=torch.float64, device=labels.device)
+    out[torch.arange(labels.shape[0], device=labels.device), labels] = 1.0
     return out
 
 
@@ -52,8 +53,8 @@ def _kmeans_labels(points: np.ndarray, k: int, gen: torch.Generator) -> torch.Te
 def _transition_counts(fam: HMMFamily, labels: torch.Tensor) -> torch.Tensor:
     """Σ_t [z_{t−1} = k, z_t = l] over the transitions inside sequences."""
     inside = ~fam.layout.is_start[1:]
-    counts = torch.zeros(fam.k, fam.k, dtype=torch.float64)
-    ones = torch.ones(int(inside.sum()), dtype=torch.float64)
+    counts = torch.zeros(fam.k, fam.k, dtype=torch.float64, device=labels.device)
+    ones = torch.ones(int(inside.sum()), dtype=torch.float64, device=labels.device)
     counts.index_put_((labels[:-1][inside], labels[1:][inside]), ones, accumulate=True)
     return counts
 
@@ -61,16 +62,17 @@ def _transition_counts(fam: HMMFamily, labels: torch.Tensor) -> torch.Tensor:
 def initial_states(fam: HMMFamily, init: str | None, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Starting state weights (N, K) and hard labels (N,): k-means states (default for Gaussian emissions;
     softened to 0.9 / 0.1 so no state starts empty) or random responsibilities (default for categorical
-    emissions)."""
+    emissions). Drawn on the host and moved to the family's device, so a fit on a GPU starts where the CPU
+    fit starts."""
     if init is None:
         init = "random" if fam.categorical else "kmeans"
     check_choice("init", init, INITIALISATIONS)
     k = fam.k
     if init == "kmeans":
-        points = fam.emission.init_points().numpy()
-        labels = _kmeans_labels(points, k, gen)
+        points = fam.emission.init_points().cpu().numpy()
+        labels = _kmeans_labels(points, k, gen).to(fam.device)
         return 0.9 * _onehot(labels, k) + 0.1 / k, labels
-    resp = torch.rand(fam.n, k, generator=gen, dtype=torch.float64)
+    resp = torch.rand(fam.n, k, generator=gen, dtype=torch.float64).to(fam.device)
     resp = resp / resp.sum(1, keepdim=True)
     return resp, resp.argmax(1)
 
@@ -86,7 +88,7 @@ def initial_params(fam: HMMFamily, init: Any, gen: torch.Generator, reg: float) 
     k = fam.k
     counts = _transition_counts(fam, labels) + 1.0
     return {
-        "startprob": torch.full((k,), 1.0 / k, dtype=torch.float64),
+        "startprob": torch.full((k,), 1.0 / k, dtype=torch.float64, device=fam.device),
         "transmat": counts / counts.sum(1, keepdim=True),
         "emission": fam.emission.m_step(resp, reg),
     }
@@ -168,6 +170,7 @@ def _em_engine(
     warn: bool = True,
     progress: bool | None = None,
     callback: Any = None,
+    device: str | torch.device = "cpu",
 ) -> Posterior:
     """Maximum likelihood by Baum–Welch EM with restarts (:func:`latentfs.fit` with ``method="em"``).
 
@@ -185,6 +188,10 @@ def _em_engine(
     reg_covar : float
         Added to each emission variance after the M-step (Gaussian emissions).
     max_iter, tol : stopping rule of :func:`~latentfs.core.driver.run_optimizer` (relative change of ℓ).
+    device : str or torch.device
+        Where the E- and M-steps run (``"cpu"``, ``"cuda"``, ``"cuda:1"``), in float64: on the CPU the compiled
+        forward–backward recursion, elsewhere the torch scans. Starts are drawn on the host; results come
+        back as NumPy arrays.
 
     Examples
     --------
@@ -196,7 +203,8 @@ def _em_engine(
     >>> res.mean("transmat").shape, bool(res.diagnostics["converged"])
     ((2, 2), True)
     """
-    fam = prepare(model, data, lengths)
+    (device,) = check_options(device=device)
+    fam = prepare(model, data, lengths, device=device)
     out = fit_em(
         fam,
         n_init=n_init,
@@ -233,8 +241,8 @@ def _em_engine(
         trace=out["run"].trace[None],
         fitted={k: {"family": "point", "value": v} for k, v in params.items()},
         diagnostics=diag,
-        log_likelihood=fb.log_likelihood.numpy()[None, None],
-        extras={"state_marginals": fb.gamma.numpy(), "lengths": fam.data.lengths},
+        log_likelihood=fb.log_likelihood.cpu().numpy()[None, None],
+        extras={"state_marginals": fb.gamma.cpu().numpy(), "lengths": fam.data.lengths},
         hyperparameters=_hyperparameters(model, fam),
     )
 

@@ -36,7 +36,8 @@ class _PreparedGaussian(GaussianMixture):
         return super().check_data(X, name=name)
 
 
-def _gaussian_emission(model: GaussianHMM, data: SequenceData, for_fit: bool = True) -> GaussianFamily:
+def _gaussian_emission(model: GaussianHMM, data: SequenceData, for_fit: bool = True,
+                       device: Any = None) -> GaussianFamily:
     em = model.emission
     prepared = _PreparedGaussian.__new__(_PreparedGaussian)
     prepared.__dict__.update(em.__dict__)
@@ -46,10 +47,11 @@ def _gaussian_emission(model: GaussianHMM, data: SequenceData, for_fit: bool = T
         sample_names=(),
         feature_names=data.feature_names,
     )
-    return GaussianFamily.prepare(prepared, matrix, for_fit=for_fit)
+    return GaussianFamily.prepare(prepared, matrix, for_fit=for_fit, device=device)
 
 
-def _categorical_emission(model: CategoricalHMM, data: SequenceData, n_categories: int) -> CategoricalFamily:
+def _categorical_emission(model: CategoricalHMM, data: SequenceData, n_categories: int,
+                          device: Any = None) -> CategoricalFamily:
     lc = LatentClass(
         model.n_components,
         n_levels=[n_categories],
@@ -61,9 +63,9 @@ def _categorical_emission(model: CategoricalHMM, data: SequenceData, n_categorie
     onehot[np.arange(n), data.values] = 1.0
     return CategoricalFamily(
         lc,
-        torch.as_tensor(onehot),
-        torch.ones(n, 1, dtype=torch.float64),
-        torch.zeros(n_categories, dtype=torch.long),
+        torch.as_tensor(onehot, device=device),
+        torch.ones(n, 1, dtype=torch.float64, device=device),
+        torch.zeros(n_categories, dtype=torch.long, device=device),
         np.array([n_categories]),
         ("symbol",),
         data.values[:, None].astype(np.float64),
@@ -81,6 +83,9 @@ class HMMFamily:
     layout : ChainLayout (sequence starts in the concatenated chain)
     emission : GaussianFamily or CategoricalFamily (log g_k(y_t), M-step, conjugate statistics)
     n_categories : S for categorical emissions, else 0
+
+    The layout's and the emission family's tensors live on one torch device (the CPU unless ``device`` was
+    given to :func:`prepare`); :meth:`export` returns NumPy arrays.
     """
 
     model: Any
@@ -98,6 +103,10 @@ class HMMFamily:
         return int(self.data.values.shape[0])
 
     @property
+    def device(self) -> torch.device:
+        return self.layout.is_start.device
+
+    @property
     def categorical(self) -> bool:
         return isinstance(self.model, CategoricalHMM)
 
@@ -112,7 +121,8 @@ class HMMFamily:
     # ---------------------------------------------------------------- user-facing parameters
     def export(self, params: dict[str, Any]) -> dict[str, np.ndarray]:
         """``startprob``, ``transmat`` and ``means``/``covariance``/``precision`` or ``emission_probs``."""
-        out = {"startprob": params["startprob"].numpy().copy(), "transmat": params["transmat"].numpy().copy()}
+        out = {"startprob": params["startprob"].cpu().numpy().copy(),
+               "transmat": params["transmat"].cpu().numpy().copy()}
         em = self.emission.export(params["emission"])
         em.pop("weights", None)
         if self.categorical:
@@ -125,8 +135,8 @@ class HMMFamily:
         """Parameters from user values in the shapes :meth:`export` gives (``covariance`` or ``precision``)."""
         k = self.k
         try:
-            start = torch.as_tensor(np.asarray(given["startprob"], dtype=np.float64)).reshape(k)
-            trans = torch.as_tensor(np.asarray(given["transmat"], dtype=np.float64)).reshape(k, k)
+            start = torch.as_tensor(np.asarray(given["startprob"], dtype=np.float64), device=self.device).reshape(k)
+            trans = torch.as_tensor(np.asarray(given["transmat"], dtype=np.float64), device=self.device).reshape(k, k)
         except KeyError as exc:
             raise DataError(f"init must give startprob (K,) and transmat (K, K); {exc} is missing.") from None
         except (ValueError, RuntimeError) as exc:
@@ -172,13 +182,15 @@ class HMMFamily:
 
 
 def prepare(
-    model: Any, X: Any, lengths: Any = None, *, for_fit: bool = True, n_categories: int | None = None
+    model: Any, X: Any, lengths: Any = None, *, for_fit: bool = True, n_categories: int | None = None,
+    device: Any = None,
 ) -> HMMFamily:
-    """Validate ``X`` (and ``lengths``) for ``model`` and build the :class:`HMMFamily`."""
+    """Validate ``X`` (and ``lengths``) for ``model`` and build the :class:`HMMFamily`, its tensors on
+    ``device`` (a ``torch.device``; None = CPU)."""
     if not isinstance(model, (GaussianHMM, CategoricalHMM)):
         raise DataError(f"model must be a GaussianHMM or CategoricalHMM; got {type(model).__name__}.")
     data = model.check_data(X, lengths, for_fit=for_fit)
-    layout = ChainLayout.from_lengths(torch.as_tensor(data.lengths))
+    layout = ChainLayout.from_lengths(torch.as_tensor(data.lengths)).to(device)
     if isinstance(model, CategoricalHMM):
         s = n_categories if n_categories is not None else model.categories(data)
         _check_symbol_table(data.values.shape[0], s)
@@ -187,8 +199,8 @@ def prepare(
                 f"X holds symbol {int(data.values.max())} but the fitted model has {s} categories; decode only "
                 "symbols the model was fitted on."
             )
-        return HMMFamily(model, data, layout, _categorical_emission(model, data, s), s)
-    return HMMFamily(model, data, layout, _gaussian_emission(model, data, for_fit))
+        return HMMFamily(model, data, layout, _categorical_emission(model, data, s, device), s)
+    return HMMFamily(model, data, layout, _gaussian_emission(model, data, for_fit, device))
 
 
 def _check_symbol_table(n: int, s: int) -> None:

@@ -72,6 +72,12 @@ class ChainLayout:
     def n(self) -> int:
         return int(self.is_start.shape[0])
 
+    def to(self, device: torch.device | str | None) -> ChainLayout:
+        """The same layout with its tensors on ``device`` (None: unchanged)."""
+        if device is None:
+            return self
+        return ChainLayout(self.is_start.to(device), self.starts.to(device), self.ends.to(device))
+
 
 @dataclass
 class ForwardBackward:
@@ -140,7 +146,7 @@ def _prefix_blocked(mats: torch.Tensor, logs: torch.Tensor) -> tuple[torch.Tenso
     blocks = -(-n // length)
     pad = blocks * length - n
     if pad:
-        eye = torch.eye(k, dtype=mats.dtype).expand(pad, k, k)
+        eye = torch.eye(k, dtype=mats.dtype, device=mats.device).expand(pad, k, k)
         mats = torch.cat([mats, eye])
         logs = torch.cat([logs, logs.new_zeros(pad)])
     # Time-major layout (L, B, K, K) so that each step writes one contiguous slab.
@@ -155,9 +161,9 @@ def _prefix_blocked(mats: torch.Tensor, logs: torch.Tensor) -> tuple[torch.Tenso
     local = local.transpose(0, 1)
     local_logs = lg.T
     # Exclusive products of the block totals: E_b = T_0 ⋯ T_{b−1}.
-    before = torch.empty(blocks, k, k, dtype=mats.dtype)
-    before_logs = torch.zeros(blocks, dtype=mats.dtype)
-    before[0] = torch.eye(k, dtype=mats.dtype)
+    before = mats.new_empty(blocks, k, k)
+    before_logs = mats.new_zeros(blocks)
+    before[0] = torch.eye(k, dtype=mats.dtype, device=mats.device)
     for b in range(1, blocks):
         cur, s = _normalise(torch.matmul(before[b - 1], local[b - 1, -1])[None])
         before[b] = cur[0]
@@ -236,8 +242,8 @@ def forward_filter(
     """
     n, k = log_emission.shape
     b, shift = _scaled_emissions(log_emission)
-    filtered = torch.empty(n, k, dtype=b.dtype)
-    log_norm = torch.empty(n, dtype=b.dtype)
+    filtered = b.new_empty(n, k)
+    log_norm = b.new_empty(n)
     a0 = startprob * b[0]
     s0 = a0.sum()
     filtered[0] = a0 / s0 if float(s0) > 0 else a0
@@ -265,7 +271,7 @@ def _sequence_log_likelihood(log_norm: torch.Tensor, layout: ChainLayout) -> tor
 def _backward(transmat: torch.Tensor, startprob: torch.Tensor, b: torch.Tensor, layout: ChainLayout) -> torch.Tensor:
     """β_t up to a positive factor per t (rows scaled to sum one): β_t = M_{t+1} ⋯ M_N 1."""
     n, k = b.shape
-    beta = torch.empty(n, k, dtype=b.dtype)
+    beta = b.new_empty(n, k)
     beta[n - 1] = 1.0 / k
     carry = beta[n - 1]
     size = _chunk_size(k)
@@ -333,14 +339,14 @@ def forward_backward_log_sequential(
     n, k = log_emission.shape
     log_pi = torch.log(startprob.clamp_min(0.0))
     log_a = torch.log(transmat.clamp_min(0.0))
-    la = torch.empty(n, k, dtype=log_emission.dtype)
+    la = log_emission.new_empty(n, k)
     la[0] = log_pi + log_emission[0]
     for t in range(1, n):
         if bool(layout.is_start[t]):
             la[t] = torch.logsumexp(la[t - 1], 0) + log_pi + log_emission[t]
         else:
             la[t] = torch.logsumexp(la[t - 1][:, None] + log_a, 0) + log_emission[t]
-    lb = torch.zeros(n, k, dtype=log_emission.dtype)
+    lb = log_emission.new_zeros(n, k)
     for t in range(n - 2, -1, -1):
         nxt = log_emission[t + 1] + lb[t + 1]
         if bool(layout.is_start[t + 1]):
@@ -352,7 +358,7 @@ def forward_backward_log_sequential(
     pair = la[:-1, :, None] + log_a[None] + (log_emission[1:] + lb[1:])[:, None, :]
     pair = pair - torch.logsumexp(pair.reshape(n - 1, -1), 1)[:, None, None]
     inside = ~layout.is_start[1:]
-    xi_sum = torch.exp(pair[inside]).sum(0) if n > 1 else torch.zeros(k, k, dtype=log_emission.dtype)
+    xi_sum = torch.exp(pair[inside]).sum(0) if n > 1 else log_emission.new_zeros(k, k)
     filtered = torch.softmax(la, 1)
     return ForwardBackward(_sequence_log_likelihood(log_norm, layout), gamma, xi_sum, filtered)
 
@@ -370,10 +376,10 @@ def viterbi_path(
     log_pi = torch.log(startprob.clamp_min(0.0))
     log_a = torch.log(transmat.clamp_min(0.0))
     size = _chunk_size(k, budget=1 << 20)
-    delta = torch.empty(n, k, dtype=log_emission.dtype)
+    delta = log_emission.new_empty(n, k)
     delta[0] = log_pi + log_emission[0]
     carry = delta[0] - delta[0].max()
-    pointers = torch.empty(max(n - 1, 0), k, dtype=torch.long)
+    pointers = torch.empty(max(n - 1, 0), k, dtype=torch.long, device=log_emission.device)
     for lo in range(1, n, size):
         hi = min(n, lo + size)
         mats = log_a.expand(hi - lo, -1, -1).clone()
@@ -381,7 +387,7 @@ def viterbi_path(
         if bool(reset.any()):
             mats[reset] = log_pi.expand(k, -1)
         mats = mats + log_emission[lo:hi, None, :]
-        prev = torch.cat([carry[None], torch.empty(hi - lo - 1, k, dtype=mats.dtype)]) if hi - lo > 1 else carry[None]
+        prev = torch.cat([carry[None], mats.new_empty(hi - lo - 1, k)]) if hi - lo > 1 else carry[None]
         prefix = _maxplus_prefix(mats.clone())
         here = (carry[:, None] + prefix).amax(1)
         if hi - lo > 1:
@@ -393,7 +399,7 @@ def viterbi_path(
     if n == 1:
         return last.reshape(1)
     maps = _compose_suffix(pointers)
-    path = torch.empty(n, dtype=torch.long)
+    path = torch.empty(n, dtype=torch.long, device=log_emission.device)
     path[n - 1] = last
     path[:-1] = maps[:, last]
     return path
@@ -408,14 +414,14 @@ def log_joint_path(
 ) -> torch.Tensor:
     """log p(y, z = path | θ) per sequence: log π_{z_1} + Σ log A_{z_{t−1} z_t} + Σ log g_{z_t}(y_t)."""
     n = path.shape[0]
-    terms = log_emission[torch.arange(n), path].clone()
+    terms = log_emission[torch.arange(n, device=path.device), path].clone()
     log_pi = torch.log(startprob.clamp_min(0.0))
     log_a = torch.log(transmat.clamp_min(0.0))
     trans = torch.where(layout.is_start[1:], log_pi[path[1:]], log_a[path[:-1], path[1:]])
     terms[1:] += trans
     terms[0] += log_pi[path[0]]
     seq = torch.cumsum(layout.is_start.long(), 0) - 1
-    return torch.zeros(layout.starts.shape[0], dtype=terms.dtype).index_add_(0, seq, terms)
+    return terms.new_zeros(layout.starts.shape[0]).index_add_(0, seq, terms)
 
 
 # ----------------------------------------------------------------------------- FFBS

@@ -33,8 +33,8 @@ def chain_prior(fam: HMMFamily) -> dict[str, torch.Tensor]:
     """α_π (K,) and α_A (K, K) of the model, plus the emission prior (mixture family's tensors)."""
     k = fam.k
     return {
-        "start": torch.full((k,), fam.model.startprob_concentration, dtype=torch.float64),
-        "trans": torch.full((k, k), fam.model.transition_concentration, dtype=torch.float64),
+        "start": torch.full((k,), fam.model.startprob_concentration, dtype=torch.float64, device=fam.device),
+        "trans": torch.full((k, k), fam.model.transition_concentration, dtype=torch.float64, device=fam.device),
         "emission": prior_tensors(fam.emission),  # type: ignore[dict-item]
     }
 

@@ -30,6 +30,7 @@ from torch.distributions import Dirichlet, kl_divergence
 
 from latentfs.core.data import DataError, check_choice
 from latentfs.core.driver import make_generator, run_optimizer, run_restarts
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.hmm.em import INITIALISATIONS, _hyperparameters, _transition_counts, initial_states
@@ -119,8 +120,10 @@ def _fitted_sites(fam: HMMFamily, q: dict[str, Any]) -> tuple[dict[str, dict[str
     Gamma(a, b), and ``means`` is Normal with q's location and the variance of the marginal Student-t
     b / ((a − 1) κ) (the conditional q(μ | λ) = N(m, (κλ)⁻¹) is kept via ``extras["mean_precision"]`` = κ).
     Full covariances: ``precision`` is the Wishart q(Λ) = W(ν, W) itself (mean νW, drawn on demand); ν and
-    W⁻¹ are also in ``extras`` (``precision_dof``, ``precision_scale_inv``).
+    W⁻¹ are also in ``extras`` (``precision_dof``, ``precision_scale_inv``). Computed on the host.
     """
+    q = {"start": q["start"].cpu(), "trans": q["trans"].cpu(),
+         "emission": {name: value.cpu() for name, value in q["emission"].items()}}
     sites: dict[str, dict[str, Any]] = {
         "startprob": {"family": "dirichlet", "concentration": q["start"].numpy().copy()},
         "transmat": {"family": "dirichlet", "concentration": q["trans"].numpy().copy()},
@@ -143,7 +146,8 @@ def _fitted_sites(fam: HMMFamily, q: dict[str, Any]) -> tuple[dict[str, dict[str
         a, b = em["shape"].expand(k, d), em["rate"].expand(k, d)
         var = b / (a - 1).clamp_min(1e-3) / em["kappa"]
         sites["precision"] = {"family": "gamma", "concentration": a.numpy().copy(), "rate": b.numpy().copy()}
-    sites["means"] = {"family": "normal", "loc": (em["mean"] + emission.shift).numpy(), "scale": var.sqrt().numpy()}
+    sites["means"] = {"family": "normal", "loc": (em["mean"] + emission.shift.cpu()).numpy(),
+                      "scale": var.sqrt().numpy()}
     return sites, extras
 
 
@@ -160,6 +164,7 @@ def _vb_engine(
     warn: bool = True,
     progress: bool | None = None,
     callback: Any = None,
+    device: str | torch.device = "cpu",
 ) -> Posterior:
     """Variational Bayes with restarts (:func:`latentfs.fit` with ``method="vb"``); the best bound wins.
 
@@ -174,6 +179,9 @@ def _vb_engine(
         Starting states, as for EM: k-means (default for Gaussian emissions) or random responsibilities
         (default for categorical emissions); q(θ) starts at their conjugate update.
     max_iter, tol : stopping rule on the relative change of the bound.
+    device : str or torch.device
+        Where the updates run (``"cpu"``, ``"cuda"``, ``"cuda:1"``), in float64; starts are drawn on the host and
+        the result holds NumPy arrays.
 
     Returns
     -------
@@ -190,7 +198,8 @@ def _vb_engine(
     >>> res.kind(), res.samples("transmat", 10).shape
     ('distribution', (1, 10, 2, 2))
     """
-    fam = prepare(model, data, lengths)
+    (device,) = check_options(device=device)
+    fam = prepare(model, data, lengths, device=device)
     opts = check_optimizer_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed)
     if init is not None:
         if not isinstance(init, str):
@@ -238,12 +247,12 @@ def _vb_engine(
         fitted=sites,
         diagnostics=diag,
         extras={
-            "state_marginals": fb.gamma.numpy(),
+            "state_marginals": fb.gamma.cpu().numpy(),
             "lengths": fam.data.lengths,
-            "log_normaliser": fb.log_likelihood.numpy(),
-            "startprob_subnormalised": start.numpy(),
-            "transmat_subnormalised": trans.numpy(),
-            "expected_log_emission": log_em.numpy(),
+            "log_normaliser": fb.log_likelihood.cpu().numpy(),
+            "startprob_subnormalised": start.cpu().numpy(),
+            "transmat_subnormalised": trans.cpu().numpy(),
+            "expected_log_emission": log_em.cpu().numpy(),
             **extras,
         },
         hyperparameters=_hyperparameters(model, fam),

@@ -35,7 +35,8 @@ __all__ = [
 
 @dataclass
 class LatticeFamily:
-    """A prepared lattice: ``y`` (H, W, d) float64 tensor, the model, K."""
+    """A prepared lattice: ``y`` (H, W, d) float64 tensor, the model, K. The engines' tensors live on
+    ``y``'s device (the CPU unless ``device`` was given to :func:`prepare`)."""
 
     model: HiddenPotts
     data: LatticeData
@@ -56,6 +57,10 @@ class LatticeFamily:
     @property
     def d(self) -> int:
         return self.data.n_features
+
+    @property
+    def device(self) -> torch.device:
+        return self.y.device
 
     def onehot(self, labels: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.one_hot(labels, self.k).to(torch.float64)
@@ -89,12 +94,12 @@ class LatticeFamily:
         return {"component": component_labels(self.k), "feature": list(self.data.feature_names)}
 
 
-def prepare(model: Any, data: Any, *, for_fit: bool = True) -> LatticeFamily:
-    """Validate ``data`` for ``model`` (:meth:`HiddenPotts.check_data`)."""
+def prepare(model: Any, data: Any, *, for_fit: bool = True, device: Any = None) -> LatticeFamily:
+    """Validate ``data`` for ``model`` (:meth:`HiddenPotts.check_data`); the lattice on ``device`` (None = CPU)."""
     if not isinstance(model, HiddenPotts):
         raise DataError(f"model must be a HiddenPotts; got {type(model).__name__}.")
     lat = model.check_data(data, for_fit=for_fit)
-    return LatticeFamily(model=model, data=lat, y=torch.as_tensor(lat.values, dtype=torch.float64))
+    return LatticeFamily(model=model, data=lat, y=torch.as_tensor(lat.values, dtype=torch.float64, device=device))
 
 
 def conditional_logits(onehot_or_q: torch.Tensor, log_g: torch.Tensor | None, eta: float) -> torch.Tensor:
@@ -115,7 +120,7 @@ def pseudo_log_likelihood(labels_or_q: torch.Tensor, eta: float) -> float:
     """log PL(η) = Σ_s [η Σ_k w_s(k) n_k(s) − log Σ_l exp(η n_l(s))]: with one-hot labels w = z (Besag
     1975); with mean-field probabilities w = q and n the expected neighbour counts (Celeux et al. 2003)."""
     w = labels_or_q.detach().cpu().numpy()
-    return _pl_terms(w, neighbour_sum(labels_or_q).numpy(), float(eta))
+    return _pl_terms(w, neighbour_sum(labels_or_q).detach().cpu().numpy(), float(eta))
 
 
 def maximise_pseudo_likelihood(labels_or_q: torch.Tensor, eta_max: float, *, start: float | None = None) -> float:
@@ -124,7 +129,7 @@ def maximise_pseudo_likelihood(labels_or_q: torch.Tensor, eta_max: float, *, sta
     from scipy.optimize import minimize_scalar
 
     w = labels_or_q.detach().cpu().numpy()
-    counts = neighbour_sum(labels_or_q).numpy()
+    counts = neighbour_sum(labels_or_q).detach().cpu().numpy()
     res = minimize_scalar(lambda e: -_pl_terms(w, counts, e), bounds=(0.0, float(eta_max)), method="bounded",
                           options={"xatol": 1e-7})
     best = float(res.x)
@@ -146,7 +151,8 @@ def check_interaction(interaction: Any, model: HiddenPotts) -> float | None:
 
 
 def kmeans_labels(fam: LatticeFamily, gen: torch.Generator) -> torch.Tensor:
-    """k-means labels of the pixels (scikit-learn, k-means++ with 3 starts seeded from ``gen``), (H, W)."""
+    """k-means labels of the pixels (scikit-learn, k-means++ with 3 starts seeded from ``gen``), (H, W), on the
+    family's device."""
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning as SkConvergenceWarning
 
@@ -154,12 +160,12 @@ def kmeans_labels(fam: LatticeFamily, gen: torch.Generator) -> torch.Tensor:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SkConvergenceWarning)
         lab = KMeans(n_clusters=fam.k, n_init=3, random_state=seed).fit(fam.data.flat()).labels_
-    return torch.as_tensor(lab, dtype=torch.long).reshape(fam.shape)
+    return torch.as_tensor(lab, dtype=torch.long, device=fam.device).reshape(fam.shape)
 
 
 def point_fitted(eta: float, means: torch.Tensor, variance: torch.Tensor) -> dict[str, dict[str, Any]]:
     return {
         "interaction": {"family": "point", "value": np.asarray(eta, dtype=np.float64)},
-        "means": {"family": "point", "value": means.numpy()},
-        "variance": {"family": "point", "value": variance.numpy()},
+        "means": {"family": "point", "value": means.cpu().numpy()},
+        "variance": {"family": "point", "value": variance.cpu().numpy()},
     }

@@ -40,7 +40,7 @@ __all__ = ["icm_objective", "icm_step", "icm_sweep"]
 
 def icm_sweep(fam: LatticeFamily, labels: torch.Tensor, log_g: torch.Tensor, eta: float) -> torch.Tensor:
     """One checkerboard sweep of conditional modes; a site keeps its label when it is among the modes."""
-    black = checkerboard(*fam.shape)
+    black = checkerboard(*fam.shape).to(labels.device)
     for colour in (black, ~black):
         logits = conditional_logits(fam.onehot(labels), log_g, eta)
         best = logits.argmax(-1)
@@ -90,6 +90,7 @@ def _icm_engine(
     warn: bool = True,
     progress: bool | None = None,
     callback: Any = None,
+    device: str | torch.device = "cpu",
 ) -> Posterior:
     """ICM with pseudo-likelihood η (:func:`latentfs.fit` with ``method="icm"``); a point estimate.
 
@@ -103,6 +104,9 @@ def _icm_engine(
         Floor of each emission variance, as a fraction of the feature's variance.
     max_iter, tol : stopping rule of :func:`~latentfs.core.driver.run_optimizer` (relative change of U).
     seed : starting k-means labels.
+    device : str or torch.device
+        Where the sweeps and M-steps run (``"cpu"``, ``"cuda"``, ``"cuda:1"``), in float64; the k-means start
+        and the 1-D search for η run on the host, and the result holds NumPy arrays.
 
     Returns
     -------
@@ -120,9 +124,9 @@ def _icm_engine(
     >>> res.kind(), res.extras["labels"].shape
     ('point', (24, 24))
     """
-    max_iter, tol, seed = check_options(max_iter=max_iter, tol=tol, seed=seed)
+    max_iter, tol, seed, device = check_options(max_iter=max_iter, tol=tol, seed=seed, device=device)
     reg = check_float("reg_covar", reg_covar, 0.0, remedy="Pass a small non-negative number, e.g. reg_covar=1e-6.")
-    fam = prepare(model, data)
+    fam = prepare(model, data, device=device)
     fixed = check_interaction(interaction, model)
     gen = make_generator(seed)
     run = run_optimizer(
@@ -153,7 +157,7 @@ def _icm_engine(
             "n_pixels": fam.n,
             "reg_covar": reg,
         },
-        extras={"labels": st["labels"].numpy().astype(np.int64)},
+        extras={"labels": st["labels"].cpu().numpy().astype(np.int64)},
         hyperparameters=model.hyperparameters(),
     )
 

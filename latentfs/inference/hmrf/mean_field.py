@@ -46,7 +46,7 @@ __all__ = ["fixed_point_residual", "mean_field_free_energy", "mean_field_sweep"]
 
 def mean_field_sweep(fam: LatticeFamily, q: torch.Tensor, log_g: torch.Tensor, eta: float) -> torch.Tensor:
     """One checkerboard sweep of q_s(k) ← softmax_k(log g_k(y_s) + η Σ_{t∈∂s} q_t(k))."""
-    black = checkerboard(*fam.shape)[..., None]
+    black = checkerboard(*fam.shape).to(q.device)[..., None]
     for colour in (black, ~black):
         q = torch.where(colour, torch.softmax(conditional_logits(q, log_g, eta), -1), q)
     return q
@@ -102,6 +102,7 @@ def _mean_field_engine(
     warn: bool = True,
     progress: bool | None = None,
     callback: Any = None,
+    device: str | torch.device = "cpu",
 ) -> Posterior:
     """Mean-field EM (:func:`latentfs.fit` with ``method="mean_field"``); a point estimate of θ with the
     mean-field label probabilities.
@@ -117,6 +118,9 @@ def _mean_field_engine(
         Floor of each emission variance, as a fraction of the feature's variance.
     max_iter, tol : stopping rule (relative change of the free energy F).
     seed : the k-means start (the same start as ICM's).
+    device : str or torch.device
+        Where the sweeps and M-steps run (``"cpu"``, ``"cuda"``, ``"cuda:1"``), in float64; the k-means start
+        and the 1-D search for η run on the host, and the result holds NumPy arrays.
 
     Returns
     -------
@@ -135,9 +139,10 @@ def _mean_field_engine(
     >>> res.extras["label_probabilities"].shape
     (24, 24, 2)
     """
-    max_iter, tol, seed, inner = check_options(max_iter=max_iter, tol=tol, seed=seed, inner_iters=inner_iters)
+    max_iter, tol, seed, inner, device = check_options(max_iter=max_iter, tol=tol, seed=seed, inner_iters=inner_iters,
+                                                       device=device)
     reg = check_float("reg_covar", reg_covar, 0.0, remedy="Pass a small non-negative number, e.g. reg_covar=1e-6.")
-    fam = prepare(model, data)
+    fam = prepare(model, data, device=device)
     fixed = check_interaction(interaction, model)
     gen = make_generator(seed)
     start = initial_state(fam, gen, reg, fixed)
@@ -174,7 +179,7 @@ def _mean_field_engine(
             "n_pixels": fam.n,
             "reg_covar": reg,
         },
-        extras={"label_probabilities": q.numpy(), "labels": q.argmax(-1).numpy().astype(np.int64)},
+        extras={"label_probabilities": q.cpu().numpy(), "labels": q.argmax(-1).cpu().numpy().astype(np.int64)},
         hyperparameters=model.hyperparameters(),
     )
 

@@ -24,6 +24,7 @@ import torch
 
 from latentfs.core.data import DataError, check_float, check_int, check_seed
 from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
@@ -217,10 +218,10 @@ def sample_start(
     rows = np.sort(np.random.default_rng(_sklearn_seed(gen)).choice(n, m, replace=False))
     raw = fam.gather_rows(rows) if hasattr(fam, "gather_rows") else fam.raw[rows]
     if isinstance(fam, CategoricalFamily):
-        sub: Any = CategoricalFamily.from_rows(fam.model, raw, fam.feature_names)
+        sub: Any = CategoricalFamily.from_rows(fam.model, raw, fam.feature_names, device=fam.device)
     else:
-        sub = GaussianFamily.from_rows(fam.model, raw, fam.shift.numpy(), fam.column_variance.numpy(),
-                                       fam.e_step_variant, fam.feature_names)
+        sub = GaussianFamily.from_rows(fam.model, raw, fam.shift.cpu().numpy(), fam.column_variance.cpu().numpy(),
+                                       fam.e_step_variant, fam.feature_names, device=fam.device)
     params = sub.m_step(initial_responsibilities(sub, init, gen, single=single), reg)
     resp, row_ll = fam.e_step(params)
     return {"params": params, "resp": resp, "row_ll": row_ll}
@@ -506,6 +507,7 @@ def _em_engine(
     callback: Any = None,
     short_iter: int = SHORT_RUN_ITER,
     init_rows: int | None = None,
+    device: str | torch.device = "cpu",
 ) -> Posterior:
     """Maximum likelihood by EM with restarts (:func:`latentfs.fit` with ``method="em"``).
 
@@ -536,6 +538,10 @@ def _em_engine(
         Compute every start on a seeded sample of this many rows (:func:`sample_start`: the rows are drawn
         from the seed, ``init`` is applied to them, one M-step on them gives the starting parameters).
         None (default): on all rows in memory; ``2 · max(1000, 100 K)`` rows for a dask array.
+    device : str or torch.device
+        Where the E- and M-steps run (``"cpu"``, ``"cuda"``, ``"cuda:1"``), in float64. The starts are drawn
+        on the host (:mod:`~latentfs.inference.mixture.starts`) and moved there, so a fit on a GPU starts
+        where the CPU fit starts; results come back as NumPy arrays. In-memory data only.
 
     Notes
     -----
@@ -568,7 +574,13 @@ def _em_engine(
     """
     from latentfs.core.shards import is_dask_array
 
+    (device,) = check_options(device=device)
     sharded = is_dask_array(data)
+    if sharded and device.type != "cpu":
+        raise DataError(
+            f"device={str(device)!r} applies to data in memory; the shards of a dask array X are fitted on the "
+            "CPU by their workers. Pass device='cpu', or X.compute() to fit it in memory on the device."
+        )
     if sharded:
         from latentfs.inference.mixture.sharded import prepare_sharded
 
@@ -581,9 +593,9 @@ def _em_engine(
         if init_rows is None:
             init_rows = default_init_rows(fam.k)
     elif isinstance(model, GaussianMixture):
-        fam = family_for(model, data, e_step=e_step)
+        fam = family_for(model, data, e_step=e_step, device=device)
     else:
-        fam = family_for(model, data)
+        fam = family_for(model, data, device=device)
     out = fit_em(
         fam,
         n_init=n_init,
@@ -627,8 +639,8 @@ def _em_engine(
         row_ll = fam.dask_rows(_shard_row_ll, out["params"], None)
         log_lik = lambda: np.asarray(row_ll.compute())[None, None]  # noqa: E731  (computed on first use)
     else:
-        extras = {"responsibilities": np.ascontiguousarray(out["resp"].numpy())}
-        log_lik = out["row_loglik"].numpy()[None, None]
+        extras = {"responsibilities": np.ascontiguousarray(out["resp"].cpu().numpy())}
+        log_lik = out["row_loglik"].cpu().numpy()[None, None]
     post = Posterior(
         model=type(model).__name__,
         method="em",

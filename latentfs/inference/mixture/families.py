@@ -81,20 +81,28 @@ def gram_rows(x: torch.Tensor) -> torch.Tensor:
 def packed_precision(precision: torch.Tensor) -> torch.Tensor:
     """vec(P) of each (…, d, d) matrix over i ≤ j, off-diagonal entries doubled (pairs with :func:`gram_rows`)."""
     d = precision.shape[-1]
-    i, j, weight = _triu_index(d)
+    i, j, weight = (t.to(precision.device) for t in _triu_index(d))
     return precision[..., i, j] * weight.to(precision.dtype)
 
 
 def unpack_symmetric(packed: torch.Tensor, d: int) -> torch.Tensor:
     """(…, d(d+1)/2) upper-triangle entries → symmetric (…, d, d)."""
-    i, j, _ = _triu_index(d)
+    i, j = (t.to(packed.device) for t in _triu_index(d)[:2])
     out = packed.new_zeros(*packed.shape[:-1], d, d)
     out[..., i, j] = packed
     out[..., j, i] = packed
     return out
 
 
-def _gram_coefficients(fam: GaussianFamily, params: dict[str, torch.Tensor], log_weights: Any = None) -> np.ndarray:
+def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b; on the CPU through NumPy's BLAS, 2–3× faster than torch's for the long inner dimension of the
+    stored features on one thread (module docstring), elsewhere (a GPU) through torch."""
+    if a.device.type == "cpu":
+        return torch.from_numpy(a.numpy() @ b.numpy())
+    return a @ b
+
+
+def _gram_coefficients(fam: GaussianFamily, params: dict[str, torch.Tensor], log_weights: Any = None) -> torch.Tensor:
     """c_k with log N(x_n; μ_k, Λ_k⁻¹) (+ log η_k) = q_n · c_k, (K, p): from
     −2 log N = q_n · vec(Λ_k) − 2 x_n · Λ_k μ_k + (μ_kᵀ Λ_k μ_k − log|Λ_k| + d log 2π)."""
     prec, means = params["precision"].expand(fam.k, fam.d, fam.d), params["means"]
@@ -103,12 +111,29 @@ def _gram_coefficients(fam: GaussianFamily, params: dict[str, torch.Tensor], log
     coef = torch.cat([packed_precision(prec), -2.0 * prec_mean, const[:, None]], 1).mul_(-0.5)
     if log_weights is not None:
         coef[:, -1] += log_weights
-    return coef.numpy()
+    return coef
 
 
 def _gaussian_log_gram(fam: GaussianFamily, params: dict[str, torch.Tensor]) -> torch.Tensor:
     """log N(x_n; μ_k, Λ_k⁻¹), (n, K), as one product with the stored features (:func:`_gram_coefficients`)."""
-    return torch.from_numpy(_gram_coefficients(fam, params) @ fam.gram_t.numpy()).T
+    return _product(_gram_coefficients(fam, params), fam.gram_t).T
+
+
+def _gram_e_step_numpy(coef: torch.Tensor, gram_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """τ (n, K) and log Σ_k η_k g_k(y_n) (n,) from the coefficients with log η_k (K, p) and the stored features
+    (p, n): one NumPy product and the normalisation of the (K, n) table in place (host tensors only)."""
+    table = coef.numpy() @ gram_t.numpy()  # (K, n)
+    top = table.max(0)
+    table -= top
+    np.exp(table, out=table)
+    total = table.sum(0)
+    table /= total
+    return torch.from_numpy(table).T, torch.from_numpy(top + np.log(total))
+
+
+def _gram_e_step_torch(coef: torch.Tensor, gram_t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`_gram_e_step_numpy` in torch, on any device (a GPU's)."""
+    return responsibilities((coef @ gram_t).T)
 
 
 def _gaussian_log_cholesky(fam: GaussianFamily, params: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -140,7 +165,7 @@ def _weighted_moments(fam: GaussianFamily, resp: torch.Tensor, eps: float = _EPS
     if fam.kind == "wishart":
         if fam.gram_t is not None:  # one product with [q, x, 1] gives all three moments
             t = fam.d * (fam.d + 1) // 2
-            m = torch.from_numpy(fam.gram_t.numpy() @ resp.numpy()).T
+            m = _product(fam.gram_t, resp).T
             return {"n": m[:, -1] + eps, "sum": m[:, t:-1], "sum_sq": unpack_symmetric(m[:, :t], fam.d)}
         return {
             "n": resp.sum(0) + eps,
@@ -174,21 +199,22 @@ def _scatter_diag(st: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tens
     return means, (st["sum_sq"] - means * st["sum"]).clamp_min(0.0)
 
 
-def _reg_diag(reg: Any, d: int, dtype: torch.dtype) -> torch.Tensor:
-    """The floor as a (d, d) diagonal matrix (``reg`` a number or one value per feature)."""
-    return torch.diag_embed(torch.as_tensor(reg, dtype=dtype).expand(d))
+def _reg_diag(reg: Any, like: torch.Tensor) -> torch.Tensor:
+    """The floor as a (d, d) diagonal matrix (``reg`` a number or one value per feature), with the dtype and
+    device of ``like`` (…, d, d)."""
+    return torch.diag_embed(torch.as_tensor(reg, dtype=like.dtype, device=like.device).expand(like.shape[-1]))
 
 
 def _covariance_full(st: dict[str, torch.Tensor], reg: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ_k = S_k / N_k + diag(reg)."""
     means, scatter = _scatter_full(st)
-    return means, scatter / st["n"][:, None, None] + _reg_diag(reg, scatter.shape[-1], scatter.dtype)
+    return means, scatter / st["n"][:, None, None] + _reg_diag(reg, scatter)
 
 
 def _covariance_tied(st: dict[str, torch.Tensor], reg: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Σ = Σ_k S_k / N + diag(reg) (one covariance for all components)."""
     means, scatter = _scatter_full(st)
-    return means, (scatter.sum(0) / st["n"].sum() + _reg_diag(reg, scatter.shape[-1], scatter.dtype))[None]
+    return means, (scatter.sum(0) / st["n"].sum() + _reg_diag(reg, scatter))[None]
 
 
 def _variance_diag(st: dict[str, torch.Tensor], reg: Any, n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -238,6 +264,9 @@ class GaussianFamily:
     gram_t : (d(d+1)/2 + d + 1, n) features [x_i x_j (i ≤ j), x, 1] of each row (:func:`gram_rows`;
         ``gram`` E-step only, else None).
     kind : "wishart" or "gamma"; covariance_type : str; k, d, n : sizes.
+
+    The tensors live on one torch device (the CPU unless ``device`` was given to :meth:`prepare`); ``raw``
+    stays a NumPy array on the host, and :meth:`export` returns NumPy arrays.
     """
 
     model: GaussianMixture
@@ -271,6 +300,10 @@ class GaussianFamily:
         return self.model.spec["kind"]
 
     @property
+    def device(self) -> torch.device:
+        return self.x.device
+
+    @property
     def width(self) -> int:
         """Numbers per row and component that one E-step touches (the cost unit of :func:`auto_n_init`)."""
         if self.gram_t is not None:
@@ -282,7 +315,8 @@ class GaussianFamily:
         return self.model.covariance_type
 
     @classmethod
-    def prepare(cls, model: GaussianMixture, X: Any, *, e_step: str = "auto", for_fit: bool = True) -> GaussianFamily:
+    def prepare(cls, model: GaussianMixture, X: Any, *, e_step: str = "auto", for_fit: bool = True,
+                device: Any = None) -> GaussianFamily:
         data = model.check_data(X)
         raw = data.values
         with np.errstate(over="ignore", under="ignore", invalid="ignore"):
@@ -305,7 +339,7 @@ class GaussianFamily:
                 "Rescale that column (e.g. divide it by its standard deviation) before fitting."
             )
         variant = e_step_variant(model, raw.shape[0], raw.shape[1], e_step)
-        return cls.from_rows(model, raw, shift, variance, variant, data.feature_names, centred=xc)
+        return cls.from_rows(model, raw, shift, variance, variant, data.feature_names, centred=xc, device=device)
 
     @classmethod
     def from_rows(
@@ -318,23 +352,26 @@ class GaussianFamily:
         feature_names: tuple[str, ...],
         *,
         centred: np.ndarray | None = None,
+        device: Any = None,
     ) -> GaussianFamily:
         """The family of validated rows ``raw`` (NaN = missing) centred at a given ``shift``, with a given
         column variance (the floor's scale) and E-step variant: a row shard or a mini-batch of a larger data
-        set, computed exactly as :meth:`prepare` computes the whole (the statistics add up over shards)."""
+        set, computed exactly as :meth:`prepare` computes the whole (the statistics add up over shards).
+        ``device`` (a ``torch.device``; None = CPU) is where the tensors are put."""
         shift_np = np.asarray(shift, dtype=np.float64)
         xc = np.nan_to_num(raw - shift_np) if centred is None else centred
         x = torch.as_tensor(xc, dtype=torch.float64)
         obs = ox = ox2 = gram_t = None
         if model.spec["kind"] == "gamma":
-            obs = torch.as_tensor(~np.isnan(raw), dtype=torch.float64)
+            obs = torch.as_tensor(~np.isnan(raw), dtype=torch.float64, device=device)
+            x = x.to(device)
             ox, ox2 = x * obs, x * x * obs
         elif variant == "gram":
-            gram_t = gram_rows(x)
+            gram_t = gram_rows(x).to(device)  # built by NumPy on the host, then moved
         return cls(
             model,
-            x,
-            torch.as_tensor(shift_np),
+            x.to(device),
+            torch.as_tensor(shift_np, device=device),
             obs,
             ox,
             ox2,
@@ -342,7 +379,7 @@ class GaussianFamily:
             variant,
             tuple(feature_names),
             raw,
-            torch.as_tensor(np.asarray(column_variance, dtype=np.float64)),
+            torch.as_tensor(np.asarray(column_variance, dtype=np.float64), device=device),
         )
 
     def e_step(self, params: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -352,14 +389,8 @@ class GaussianFamily:
         """
         if self.gram_t is None:
             return responsibilities(log_joint_components(self, params))
-        log_w = torch.log(params["weights"].clamp_min(1e-300))
-        table = _gram_coefficients(self, params, log_w) @ self.gram_t.numpy()  # (K, n)
-        top = table.max(0)
-        table -= top
-        np.exp(table, out=table)
-        total = table.sum(0)
-        table /= total
-        return torch.from_numpy(table).T, torch.from_numpy(top + np.log(total))
+        coef = _gram_coefficients(self, params, torch.log(params["weights"].clamp_min(1e-300)))
+        return (_gram_e_step_numpy if self.device.type == "cpu" else _gram_e_step_torch)(coef, self.gram_t)
 
     # --- the quantities engines share
     def log_component(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -394,7 +425,7 @@ class GaussianFamily:
                 raise _singular_error("covariance matrix", reg)
             if bool((torch.diagonal(chol, dim1=-2, dim2=-1).pow(2) <= floor.max()).any()):
                 raise _singular_error("covariance matrix", reg)
-            eye = torch.eye(self.d, dtype=cov.dtype).expand_as(cov)
+            eye = torch.eye(self.d, dtype=cov.dtype, device=cov.device).expand_as(cov)
             inv_chol = torch.linalg.solve_triangular(chol, eye, upper=False)
             precision = inv_chol.transpose(-1, -2) @ inv_chol
             logdet = -2.0 * torch.log(torch.diagonal(chol, dim1=-2, dim2=-1)).sum(-1)
@@ -419,22 +450,22 @@ class GaussianFamily:
             "tied_diag": (self.d,),
         }[ct]
         return {
-            "weights": params["weights"].numpy().copy(),
-            "means": (params["means"] + self.shift).numpy().copy(),
-            "covariance": cov.reshape(shape).numpy().copy(),
-            "precision": prec.reshape(shape).numpy().copy(),
+            "weights": params["weights"].cpu().numpy().copy(),
+            "means": (params["means"] + self.shift).cpu().numpy().copy(),
+            "covariance": cov.reshape(shape).cpu().numpy().copy(),
+            "precision": prec.reshape(shape).cpu().numpy().copy(),
         }
 
     def import_(self, given: dict[str, Any], reg: Any) -> dict[str, torch.Tensor]:
         """Parameters from user values ``weights``, ``means`` and ``covariance`` (or ``precision``)."""
-        k, d = self.k, self.d
+        k, d, dev = self.k, self.d, self.device
         try:
-            w = torch.as_tensor(np.asarray(given["weights"], dtype=np.float64)).reshape(k)
-            m = torch.as_tensor(np.asarray(given["means"], dtype=np.float64)).reshape(k, d) - self.shift
+            w = torch.as_tensor(np.asarray(given["weights"], dtype=np.float64), device=dev).reshape(k)
+            m = torch.as_tensor(np.asarray(given["means"], dtype=np.float64), device=dev).reshape(k, d) - self.shift
             if "covariance" in given:
-                c = torch.as_tensor(np.asarray(given["covariance"], dtype=np.float64))
+                c = torch.as_tensor(np.asarray(given["covariance"], dtype=np.float64), device=dev)
             else:
-                p = torch.as_tensor(np.asarray(given["precision"], dtype=np.float64))
+                p = torch.as_tensor(np.asarray(given["precision"], dtype=np.float64), device=dev)
                 c = torch.linalg.inv(p) if self.kind == "wishart" else 1.0 / p
         except (KeyError, RuntimeError, ValueError) as exc:
             raise DataError(
@@ -514,19 +545,24 @@ class CategoricalFamily:
     default_init = "random"
 
     @property
+    def device(self) -> torch.device:
+        return self.onehot.device
+
+    @property
     def width(self) -> int:
         """One-hot levels per row (the cost unit of :func:`auto_n_init`)."""
         return int(self.onehot.shape[1])
 
     @classmethod
-    def prepare(cls, model: LatentClass, X: Any, **_: Any) -> CategoricalFamily:
+    def prepare(cls, model: LatentClass, X: Any, *, device: Any = None, **_: Any) -> CategoricalFamily:
         data = model.check_data(X)
-        return cls.from_rows(model, data.values, data.feature_names)
+        return cls.from_rows(model, data.values, data.feature_names, device=device)
 
     @classmethod
-    def from_rows(cls, model: LatentClass, v: np.ndarray, feature_names: tuple[str, ...], *_: Any) -> CategoricalFamily:
+    def from_rows(cls, model: LatentClass, v: np.ndarray, feature_names: tuple[str, ...], *_: Any,
+                  device: Any = None) -> CategoricalFamily:
         """The family of validated item codes ``v`` (NaN = missing): a whole data set, a row shard or a
-        mini-batch (the statistics add up over shards)."""
+        mini-batch (the statistics add up over shards); its tensors on ``device`` (None = CPU)."""
         levels = model.levels(v.shape[1])
         offsets = np.concatenate([[0], np.cumsum(levels)[:-1]])
         n, p = v.shape
@@ -537,9 +573,9 @@ class CategoricalFamily:
         item_of_level = np.repeat(np.arange(p), levels)
         return cls(
             model,
-            torch.as_tensor(onehot),
-            torch.as_tensor(obs, dtype=torch.float64),
-            torch.as_tensor(item_of_level),
+            torch.as_tensor(onehot, device=device),
+            torch.as_tensor(obs, dtype=torch.float64, device=device),
+            torch.as_tensor(item_of_level, device=device),
             levels,
             tuple(feature_names),
             v,
@@ -571,11 +607,11 @@ class CategoricalFamily:
         return self.onehot
 
     def export(self, params: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
-        return {"weights": params["weights"].numpy().copy(), "item_probs": self.to_item_probs(params["probs"])}
+        return {"weights": params["weights"].cpu().numpy().copy(), "item_probs": self.to_item_probs(params["probs"])}
 
     def to_item_probs(self, probs: torch.Tensor) -> np.ndarray:
         """(K, L) level probabilities → (K, p) P(y=1) for binary models, else (K, p, S_max) padded with 0."""
-        p_np = probs.numpy()
+        p_np = probs.cpu().numpy()
         if self.model.binary:
             return p_np[:, 1::2].copy()
         out = np.zeros((p_np.shape[0], self.d, int(self.levels.max())))
@@ -588,12 +624,13 @@ class CategoricalFamily:
     def from_item_probs(self, item_probs: np.ndarray) -> torch.Tensor:
         ip = np.asarray(item_probs, dtype=np.float64)
         if self.model.binary:
-            return torch.as_tensor(np.stack([1 - ip, ip], -1).reshape(ip.shape[0], -1))
-        return torch.as_tensor(np.concatenate([ip[:, i, : int(s)] for i, s in enumerate(self.levels)], -1))
+            return torch.as_tensor(np.stack([1 - ip, ip], -1).reshape(ip.shape[0], -1), device=self.device)
+        return torch.as_tensor(np.concatenate([ip[:, i, : int(s)] for i, s in enumerate(self.levels)], -1),
+                               device=self.device)
 
     def import_(self, given: dict[str, Any], reg: float = 0.0) -> dict[str, torch.Tensor]:
         try:
-            w = torch.as_tensor(np.asarray(given["weights"], dtype=np.float64)).reshape(self.k)
+            w = torch.as_tensor(np.asarray(given["weights"], dtype=np.float64), device=self.device).reshape(self.k)
             probs = self.from_item_probs(given["item_probs"])
         except (KeyError, ValueError, IndexError) as exc:
             raise DataError(f"init must give weights (K,) and item_probs in the model's shapes; {exc}.") from None
@@ -668,4 +705,4 @@ def scaled_reg(fam: Any, reg_covar: Any) -> torch.Tensor:
         raise DataError("reg_covar must be finite; got inf. Pass a small non-negative number such as reg_covar=1e-6.")
     if isinstance(fam, GaussianFamily):
         return reg * fam.column_variance
-    return torch.zeros(fam.d, dtype=torch.float64)
+    return torch.zeros(fam.d, dtype=torch.float64, device=fam.device)

@@ -44,13 +44,13 @@ def prior_tensors(fam: Any) -> dict[str, torch.Tensor]:
 
     Gaussian: ``alpha`` (K,), ``mean`` m0 (d,), ``kappa`` κ0, and either ``dof`` ν0 with ``scale_inv`` W0⁻¹ =
     ν0 Σ0 (Wishart types) or ``shape`` a0 = ν0/2 with ``rate`` b0 = ν0 σ0²/2 (Gamma types, b0 averaged over
-    features for ``spherical``). Latent class: ``alpha`` and ``item`` c.
+    features for ``spherical``). Latent class: ``alpha`` and ``item`` c. On the family's device.
     """
-    model = fam.model
-    alpha = torch.full((fam.k,), float(model.weight_concentration), dtype=torch.float64)
+    model, dev = fam.model, fam.device
+    alpha = torch.full((fam.k,), float(model.weight_concentration), dtype=torch.float64, device=dev)
     if isinstance(fam, CategoricalFamily):
-        return {"alpha": alpha, "item": torch.tensor(float(model.item_concentration), dtype=torch.float64)}
-    pr = {k: torch.as_tensor(v, dtype=torch.float64) for k, v in model.prior(fam.raw, fam.d).items()}
+        return {"alpha": alpha, "item": torch.tensor(float(model.item_concentration), dtype=torch.float64, device=dev)}
+    pr = {k: torch.as_tensor(v, dtype=torch.float64, device=dev) for k, v in model.prior(fam.raw, fam.d).items()}
     out = {"alpha": alpha, "mean": pr["mean"] - fam.shift, "kappa": pr["mean_precision"]}
     if fam.kind == "wishart":
         out.update(dof=pr["dof"], scale_inv=pr["dof"] * pr["covariance"])

@@ -2,7 +2,8 @@
 
 Every initialisation maps the family's rows (:meth:`GaussianFamily.init_points`) to starting
 responsibilities τ⁰ (n, K); the engines turn them into parameters with one M-step (EM) or one
-conjugate update (VB, Gibbs).
+conjugate update (VB, Gibbs). They are drawn on the host (scikit-learn, or torch with the engine's CPU
+generator) and then moved to the family's device, so that a fit on a GPU starts where the CPU fit starts.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _kmeans(points: torch.Tensor, k: int, gen: torch.Generator, *, best_of: bool
     for none, at the cost of one full run (~28 ms). Fewer distinct rows than components is not an error
     here (EM then decides), so scikit-learn's warning about it is silenced.
     """
-    x = points.numpy()
+    x = points.cpu().numpy()
     seed = _sklearn_seed(gen)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SklearnConvergenceWarning)
@@ -68,7 +69,7 @@ def _kmeans(points: torch.Tensor, k: int, gen: torch.Generator, *, best_of: bool
 def _kmeans_plus_plus(points: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
     """Hard responsibilities from k-means++ seeding alone (scikit-learn's ``kmeans_plusplus``): each row
     goes to its nearest seed."""
-    x = points.numpy()
+    x = points.cpu().numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SklearnConvergenceWarning)
         centres, _ = kmeans_plusplus(x, k, random_state=_sklearn_seed(gen))
@@ -78,7 +79,7 @@ def _kmeans_plus_plus(points: torch.Tensor, k: int, gen: torch.Generator) -> tor
 
 def _random_resp(points: torch.Tensor, k: int, gen: torch.Generator) -> torch.Tensor:
     """Uniform random responsibilities, normalised per row."""
-    r = torch.rand(points.shape[0], k, generator=gen, dtype=points.dtype)
+    r = torch.rand(points.shape[0], k, generator=gen, dtype=points.dtype, device=gen.device)
     return r / r.sum(1, keepdim=True)
 
 
@@ -100,7 +101,7 @@ def initial_responsibilities(fam: Any, init: Any, gen: torch.Generator, *, singl
         resp = INITIALISATIONS[init](fam.init_points(), fam.k, gen)
     if fam.kind == "categorical" and init != "random":
         resp = 0.8 * resp + 0.2 / fam.k
-    return resp
+    return resp.to(fam.device)
 
 
 def initial_params(fam: Any, init: Any, gen: torch.Generator, reg: Any) -> dict[str, torch.Tensor]:
@@ -108,7 +109,7 @@ def initial_params(fam: Any, init: Any, gen: torch.Generator, reg: Any) -> dict[
     (``init={"responsibilities": (n, K)}``), or the given parameters themselves."""
     if isinstance(init, dict):
         if "responsibilities" in init:
-            resp = torch.as_tensor(np.asarray(init["responsibilities"], dtype=np.float64))
+            resp = torch.as_tensor(np.asarray(init["responsibilities"], dtype=np.float64), device=fam.device)
             if resp.shape != (fam.n, fam.k) or not bool(torch.isfinite(resp).all()) or bool((resp < 0).any()):
                 raise DataError(
                     f"init['responsibilities'] must have shape (n_samples, K) = {(fam.n, fam.k)} with finite "

@@ -22,6 +22,7 @@ from torch.distributions import Dirichlet, Gamma, kl_divergence
 
 from latentfs.core.data import DataError, check_choice
 from latentfs.core.driver import make_generator, run_optimizer, run_restarts
+from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.inference.mixture.em import _check_n_init, _coords, check_em_options, entropy_of
@@ -44,7 +45,7 @@ _LOG_2PI = math.log(2 * math.pi)
 
 def _multi_digamma(x: torch.Tensor, d: int) -> torch.Tensor:
     """ψ_d(x) = Σ_{i=1}^{d} ψ(x + (1 − i)/2)."""
-    i = torch.arange(d, dtype=x.dtype)
+    i = torch.arange(d, dtype=x.dtype, device=x.device)
     return torch.digamma(x[..., None] - i / 2).sum(-1)
 
 
@@ -81,7 +82,7 @@ def _kl_dirichlet_blocks(conc: torch.Tensor, conc0: torch.Tensor, block: torch.T
     """Σ over blocks of KL(Dir(α_block) ‖ Dir(α0_block)) along the last axis (blocks = items of a latent class)."""
 
     def bsum(v: torch.Tensor) -> torch.Tensor:
-        return torch.zeros(*v.shape[:-1], n_blocks, dtype=v.dtype).index_add_(-1, block, v)
+        return torch.zeros(*v.shape[:-1], n_blocks, dtype=v.dtype, device=v.device).index_add_(-1, block, v)
 
     a_sum = bsum(conc)
     kl = (
@@ -120,7 +121,8 @@ def _expected_log_items(fam: CategoricalFamily, q: dict[str, torch.Tensor]) -> t
 
 
 def _expected_log_probs(fam: CategoricalFamily, conc: torch.Tensor) -> torch.Tensor:
-    totals = torch.zeros(conc.shape[0], fam.d, dtype=conc.dtype).index_add_(1, fam.item_of_level, conc)
+    totals = torch.zeros(conc.shape[0], fam.d, dtype=conc.dtype, device=conc.device).index_add_(
+        1, fam.item_of_level, conc)
     return torch.digamma(conc) - torch.digamma(totals)[:, fam.item_of_level]
 
 
@@ -165,18 +167,20 @@ def _fitted_sites(fam: Any, q: dict[str, torch.Tensor]) -> dict[str, dict[str, A
     (a, b) precisions; Normal means with the marginal Student-t matched by its variance, plus ``kappa`` κ_k
     so that the conditional q(μ_k | Λ_k) = N(m_k, (κ_k Λ_k)⁻¹) can be rebuilt (Bishop 2006, eq. 10.59);
     plug-in covariance E[Λ]⁻¹ as a point; latent-class probabilities at their means (their Dirichlet
-    concentrations are in ``extras["item_concentration"]``)."""
+    concentrations are in ``extras["item_concentration"]``). Computed on the host from q(θ) moved there."""
+    q = {name: value.cpu() for name, value in q.items()}
     out: dict[str, dict[str, Any]] = {"weights": {"family": "dirichlet", "concentration": q["alpha"].numpy()}}
     if fam.kind == "categorical":
         conc = q["item_concentration"]
-        totals = torch.zeros(conc.shape[0], fam.d, dtype=conc.dtype).index_add_(1, fam.item_of_level, conc)
-        out["item_probs"] = {"family": "point", "value": fam.to_item_probs(conc / totals[:, fam.item_of_level])}
+        item_of_level = fam.item_of_level.cpu()
+        totals = torch.zeros(conc.shape[0], fam.d, dtype=conc.dtype).index_add_(1, item_of_level, conc)
+        out["item_probs"] = {"family": "point", "value": fam.to_item_probs(conc / totals[:, item_of_level])}
         return out
     k, d = fam.k, fam.d
     shape = {"full": (k, d, d), "tied": (d, d), "diag": (k, d), "spherical": (k,), "tied_diag": (d,)}[
         fam.covariance_type
     ]
-    means = (q["mean"] + fam.shift).numpy()
+    means = (q["mean"] + fam.shift.cpu()).numpy()
     if fam.kind == "wishart":
         w = torch.linalg.inv(q["scale_inv"])
         w = 0.5 * (w + w.transpose(-1, -2))
@@ -216,8 +220,12 @@ def _vb_engine(
     warn: bool = True,
     progress: bool | None = None,
     callback: Any = None,
+    device: str | torch.device = "cpu",
 ) -> Posterior:
     """Mean-field VB with restarts (:func:`latentfs.fit` with ``method="vb"``); the best bound wins.
+
+    ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``) is where the updates run, in float64; the starts are drawn
+    on the host and moved there, and the result holds NumPy arrays.
 
     Examples
     --------
@@ -229,7 +237,8 @@ def _vb_engine(
     >>> res.samples("weights").shape, bool(res.diagnostics["converged"])
     ((1, 200, 2), True)
     """
-    fam = family_for(model, data)
+    (device,) = check_options(device=device)
+    fam = family_for(model, data, device=device)
     pr = prior_tensors(fam)
     if init is not None:
         check_choice("init", init, sorted(INITIALISATIONS))
@@ -275,8 +284,8 @@ def _vb_engine(
         fitted=_fitted_sites(fam, q),
         diagnostics=diag,
         extras={
-            "responsibilities": resp.numpy(),
-            **({"item_concentration": q["item_concentration"].numpy()} if fam.kind == "categorical" else {}),
+            "responsibilities": resp.cpu().numpy(),
+            **({"item_concentration": q["item_concentration"].cpu().numpy()} if fam.kind == "categorical" else {}),
         },
         hyperparameters=model.hyperparameters(),
     )
