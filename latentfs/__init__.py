@@ -21,7 +21,9 @@ from latentfs._lazy import attach
 # first read (latentfs._lazy), so ``import latentfs`` and ``latentfs --help`` do not wait for torch or the families.
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "latentfs.core.data": ("DataError", "DataWarning", "as_continuous", "as_counts"),
-    "latentfs.core.driver": ("ConvergenceWarning", "InterruptedFitWarning"),
+    # a subclass of scikit-learn's, so it imports scikit-learn: on first read only, like every name here
+    "latentfs.core.convergence_warning": ("ConvergenceWarning",),
+    "latentfs.core.driver": ("InterruptedFitWarning",),
     "latentfs.core.parallel": ("chain_method",),
     "latentfs.core.registry": ("fit", "methods_for"),
     "latentfs.core.results": ("Posterior", "load"),
@@ -68,8 +70,9 @@ _SUBPACKAGES = ("core", "datasets", "evaluate", "inference", "models", "plots", 
 __getattr__, __dir__ = attach(__name__, _EXPORTS, _SUBPACKAGES)
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.core.convergence_warning import ConvergenceWarning
     from latentfs.core.data import DataError, DataWarning, as_continuous, as_counts
-    from latentfs.core.driver import ConvergenceWarning, InterruptedFitWarning
+    from latentfs.core.driver import InterruptedFitWarning
     from latentfs.core.parallel import chain_method
     from latentfs.core.registry import fit, methods_for
     from latentfs.core.results import Posterior, load

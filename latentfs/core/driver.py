@@ -18,12 +18,15 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from latentfs.core.errors import DataError
+
+if TYPE_CHECKING:
+    from latentfs.core.convergence_warning import ConvergenceWarning
 
 __all__ = [
     "ConvergenceWarning",
@@ -42,8 +45,14 @@ __all__ = [
 ]
 
 
-class ConvergenceWarning(UserWarning):
-    """An iterative fit stopped at ``max_iter`` before its tolerance was met."""
+def __getattr__(name: str) -> Any:
+    # ConvergenceWarning subclasses scikit-learn's, and importing scikit-learn costs 0.7 s: the class lives in
+    # latentfs.core.convergence_warning, imported on the first read of driver.ConvergenceWarning (PEP 562).
+    if name == "ConvergenceWarning":
+        from latentfs.core.convergence_warning import ConvergenceWarning
+
+        return ConvergenceWarning
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class InterruptedFitWarning(UserWarning):
@@ -182,6 +191,8 @@ def run_optimizer(
     finally:
         bar.close()
     if warn and not converged and not interrupted:
+        from latentfs.core.convergence_warning import ConvergenceWarning
+
         warnings.warn(
             f"{desc} did not converge in {max_iter} iterations (tol={tol:g}, last relative change "
             f"{_last_change(trace):.3g}); {remedies}.",
@@ -248,6 +259,8 @@ def run_restarts(
     if interrupted:
         best.interrupted = True
     if warn and not best.converged and not best.interrupted:
+        from latentfs.core.convergence_warning import ConvergenceWarning
+
         warnings.warn(
             f"{desc} did not converge in {best.n_iter} iterations (best of {len(runs)} start(s), last relative "
             f"change {_last_change(list(best.trace)):.3g}); {remedies}.",

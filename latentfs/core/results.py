@@ -268,6 +268,7 @@ class Posterior:
         *,
         chain_extras: dict[str, int] | None = None,
         also: tuple[str, ...] = (),
+        warn: bool = True,
     ) -> Posterior:
         """Relabel the components of every draw, within and across chains (in place); records how.
 
@@ -278,14 +279,13 @@ class Posterior:
         shaped ``(chain, ...)`` (a running mean over a chain's draws) to its component axis within one
         chain's array; each is permuted by its chain's
         modal permutation, and if more than 5% of a chain's draws were in another labelling a
-        :class:`~latentfs.core.driver.ConvergenceWarning` says that such outputs mix labels. The result's
+        :class:`~latentfs.core.driver.ConvergenceWarning` says that such outputs mix labels (``warn=False``
+        silences it). The result's
         ``alignment`` records the method, each chain's modal permutation (``permutations``) and switch share;
         ``relabel_permutations`` holds every draw's permutation (chain, draw, K). The draws are permuted in place
         (an array returned earlier by :meth:`samples` changes with them; copy it to keep the old labelling).
         """
         import warnings
-
-        from latentfs.core.driver import ConvergenceWarning
 
         if site not in self._draws:
             return self
@@ -306,7 +306,9 @@ class Posterior:
                     f"{arr.shape}. Keep per-chain arrays until the result is aligned."
                 )
             self.extras[name] = apply_permutations(arr[:, None], modes, comp_axis)[:, 0]
-        if chain_extras and float(switched.max()) > _SWITCH_TOLERANCE:
+        if warn and chain_extras and float(switched.max()) > _SWITCH_TOLERANCE:
+            from latentfs.core.convergence_warning import ConvergenceWarning  # imports scikit-learn: only to warn
+
             warnings.warn(
                 f"labels switched within a chain ({float(switched.max()):.0%} of one chain's draws are in "
                 f"another labelling); the chain-level outputs {sorted(chain_extras)} mix components. Store "
@@ -427,8 +429,6 @@ class Posterior:
 
         import arviz as az
 
-        from latentfs.core.driver import ConvergenceWarning
-
         out: dict[str, Any] = {}
         names = [s for s in self._site_list(sites, self._draws) if s in self._draws]
         for site in names:
@@ -476,6 +476,8 @@ class Posterior:
                     if entry[key] < need:
                         problems.append(f"min {label} ESS {entry[key]:.0f} < {need}")
                 if problems:
+                    from latentfs.core.convergence_warning import ConvergenceWarning  # imports scikit-learn
+
                     warnings.warn(
                         f"{self.method} on {self.model}: site {site!r} has not converged ({'; '.join(problems)}, "
                         f"{chains} chains × {n} draws). Its means and bands are unreliable: raise num_warmup and "
@@ -487,6 +489,8 @@ class Posterior:
         if modes is not None:
             self.diagnostics["chain_modes"] = modes
             if warn and modes["poorer_chains"]:
+                from latentfs.core.convergence_warning import ConvergenceWarning  # imports scikit-learn
+
                 pairs = zip(modes["poorer_chains"], modes["gaps"], strict=True)
                 gaps = ", ".join(f"chain {c} by {g:.4g}" for c, g in pairs)
                 warnings.warn(

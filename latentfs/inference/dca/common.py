@@ -368,10 +368,7 @@ def finish_sampler(
     averaged: dict[str, np.ndarray] = {}
     n_chains = next(iter(everything.values()))[0].shape[0] if everything else 1
     if align and "topic_word" in post.sites and post.is_sampled:
-        with warnings.catch_warnings():
-            if not warn:
-                warnings.simplefilter("ignore", category=_convergence_warning())
-            post.align("topic_word", chain_extras={name: axis for name, (_, axis) in everything.items()})
+        post.align("topic_word", chain_extras={name: axis for name, (_, axis) in everything.items()}, warn=warn)
     if (align and post.alignment is not None) or n_chains == 1:
         for name in chain_extras:
             averaged[name] = post.extras[name].mean(0)
@@ -379,9 +376,3 @@ def finish_sampler(
     if post.is_sampled:
         post.check_convergence(warn=warn)
     return averaged
-
-
-def _convergence_warning() -> type[Warning]:
-    from latentfs.core.driver import ConvergenceWarning
-
-    return ConvergenceWarning

@@ -267,11 +267,11 @@ def check_warmup_learning(
     every chain (``traces[name]`` (chain, sweep, K)); warns with a ``ConvergenceWarning`` above 10%."""
     import warnings
 
-    from latentfs.core.driver import ConvergenceWarning
-
     drifts = {name: max(warmup_drift(chain[:num_warmup]) for chain in trace) for name, trace in traces.items()}
     bad = {name: d for name, d in drifts.items() if d > DRIFT_TOLERANCE}
     if warn and bad:
+        from latentfs.core.convergence_warning import ConvergenceWarning  # imports scikit-learn: only to warn
+
         what = ", ".join(f"{name} moved {d:.0%}" for name, d in bad.items())
         warnings.warn(
             f"{method}: learned hyperparameters were still moving at the end of warm-up ({what} between the last "
