@@ -168,6 +168,38 @@ class FeatureWeights:
         band = f", {self.draws.shape[0]} draws" if self.draws is not None else ""
         return f"FeatureWeights(method={self.method!r}, n_features={self.n_features}{band}, top=[{best}])"
 
+    def _repr_html_(self, top: int = 10, level: float = 0.9) -> str:
+        """The weights as a notebook shows them: method, number of features, what the band comes from, and a
+        table of the ``top`` features (rank, name, score, and the ``level`` band when there are draws). Every
+        string is HTML-escaped: feature names come from users' files."""
+        import html
+
+        e = html.escape
+        k = min(top, self.n_features)
+        table = self.to_frame(level).head(k)  # best first, with the band's columns when there are draws
+        banded = "lower" in table.columns
+        if self.draws is not None:
+            source = f"{level:.0%} band from {self.draws.shape[0]} draws"
+            if "band" in self.info:
+                source += f" ({self.info['band']})"
+        else:
+            source = str(self.info.get("band", "no band (no draws)"))
+        head = "<tr><th>rank</th><th>feature</th><th>score</th>"
+        head += f"<th>{level:.0%} band</th></tr>" if banded else "</tr>"
+        rows = []
+        for row in table.itertuples(index=False):
+            band = f"<td>[{row.lower:.4g}, {row.upper:.4g}]</td>" if banded else ""
+            rows.append(f"<tr><td>{row.rank}</td><td><code>{e(str(row.feature))}</code></td>"
+                        f"<td>{row.score:.4g}</td>{band}</tr>")
+        more = self.n_features - k
+        rest = f"<p>… {more} more feature(s); <code>.to_frame()</code> lists them all.</p>" if more else ""
+        return (
+            '<div class="latentfs-feature-weights">'
+            f"<p><b>FeatureWeights</b> by <code>{e(self.method)}</code>: {self.n_features} features; "
+            f"{e(source)}</p>"
+            f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>{rest}</div>"
+        )
+
 
 def _check_k(k: Any, n: int) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
