@@ -107,6 +107,16 @@ def _print_weights(result: Any, n_top: int, out: Any) -> Any:
     return weights
 
 
+def _objective_name(result: Any) -> str:
+    """What ``result.trace`` holds, in words: the objective a VB fit maximised, or a sampler's log-likelihood."""
+    if result.method != "vb":
+        return "log-likelihood"
+    update = result.diagnostics.get("theta_update", "chapter")
+    if update == "full":
+        return "variational bound (ELBO), nats"
+    return "VB objective: document bounds + Σ γ log θ, nats"
+
+
 def _figure(result: Any, weights: Any, path: Path) -> bool:
     try:
         import matplotlib
@@ -123,13 +133,14 @@ def _figure(result: Any, weights: Any, path: Path) -> bool:
     err = [weights.scores[top] - lo[top], hi[top] - weights.scores[top]]
     axes[0].errorbar(weights.scores[top], np.arange(top.size), xerr=err, fmt="o", capsize=2)
     axes[0].set_yticks(np.arange(top.size), [weights.feature_names[j] for j in top])
-    axes[0].set_xlabel("saliency (90% credible band)")
+    axes[0].set_xlabel("saliency (90% credible band)" if result.kind("topic_word") == "draws"
+                       else "saliency (90% band of the variational posterior, too narrow)")
     axes[0].set_title("Most important words")
     trace = result.trace
     for c in range(trace.shape[0]):
         axes[1].plot(trace[c], lw=1)
     axes[1].set_xlabel("iteration")
-    axes[1].set_ylabel("objective" if result.method == "vb" else "log-likelihood")
+    axes[1].set_ylabel(_objective_name(result))
     axes[1].set_title(f"{result.model} fitted by {result.method}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -163,6 +174,12 @@ def demo(args: argparse.Namespace) -> int:
     print(f"done in {elapsed:.1f} s ({result.diagnostics.get('n_iter', '')} iterations)"
           if args.method != "gibbs" else f"done in {elapsed:.1f} s; max split-R̂ of topic_word after alignment: "
           f"{result.diagnostics.get('rhat_max_topic_word', float('nan')):.2f}")
+    if args.method == "vb":
+        trace = result.trace[0]
+        rose = bool((trace[1:] >= trace[:-1] - 1e-9 * abs(trace[1:])).all())
+        print(f"{_objective_name(result)}: {trace[0]:,.0f} at the start, {trace[-1]:,.0f} at the end "
+              f"({'it rose every cycle' if rose else 'it did not rise every cycle'}; this is what VB maximises and "
+              "what the figure plots)")
     learned = result.hyperparameters.get("learned") or []
     if "gamma" in learned:
         print(f"learned γ = {float(result.hyperparameters['gamma']):.3g} (the model's {model.gamma:g} was the starting "
@@ -362,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--alpha", type=float, default=None, help="prior on the component proportions/scores "
                    "(α, positive; default: the model's own)")
     f.add_argument("--gamma", type=float, default=None, help="Dirichlet prior on each component's word "
-                   "distribution (γ, positive; default 0.5)")
+                   "distribution (γ, positive; default 1/K)")
     f.add_argument("--beta", type=float, default=None, help="Gamma rate of the scores (β, positive; --model gap only)")
     f.add_argument("--iterations", type=int, default=None,
                    help="optimisers: at most this many iterations (default 500); samplers: warm-up sweeps "

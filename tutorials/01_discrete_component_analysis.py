@@ -96,7 +96,7 @@ print(f"training corpus {train['counts'].shape}, oracle held-out log-likelihood 
 
 # %%
 model = latentfs.DirichletDCA(K, alpha=0.2, gamma=0.05)
-# learn_gamma=False: both engines under the model's γ as given (VB would otherwise learn γ from the data)
+# learn_gamma=False: both engines under the model's γ as given (the collapsed sampler would otherwise learn it)
 vb = latentfs.fit(model, train["counts"], method="vb", seed=0, tol=1e-7, max_iter=2000, learn_gamma=False)
 gibbs = latentfs.fit(model, train["counts"], method="gibbs", seed=0, num_chains=2, num_warmup=SWEEPS,
                      num_samples=SWEEPS // 2, store=("topic_word", "doc_topic"), warn=not QUICK)

@@ -35,7 +35,7 @@ class DCA(LatentEstimator):
         :class:`~latentfs.models.dca.DirichletDCA` (multinomial PCA / LDA) or
         :class:`~latentfs.models.dca.GammaPoissonDCA`.
     alpha, gamma : float or array, optional
-        Priors of the model (``alpha`` defaults to 1/K, ``gamma`` to 0.5).
+        Priors of the model (both default to 1/K).
     beta : float or array (K,), optional
         GaP's score rates (``model="gamma_poisson"``; set from the data when None).
     method : str, default "vb"
@@ -45,6 +45,12 @@ class DCA(LatentEstimator):
         Optimiser options (VB, MAP, EM engines); None keeps the engine's default.
     num_chains, num_warmup, num_samples : optional
         Sampler options (Gibbs engines); None keeps the engine's default.
+    learn_alpha, learn_gamma : bool, optional
+        Empirical Bayes: learn α (VB, Gibbs, collapsed Gibbs) or the symmetric γ (collapsed Gibbs, and VB with
+        ``theta_update="full"``; :func:`latentfs.inference.dca.vb.fit_vb` says why), so the value given is a
+        starting value. None keeps the engine's default.
+    theta_update : {"chapter", "map", "full"}, optional
+        VB's update of Θ (:mod:`latentfs.inference.dca.vb`); None keeps the engine's default ("chapter").
     non_integer : {"error", "round"}
         What to do with non-integer entries of ``X``: raise (the models are for counts), or round them
         to the nearest integer first (for expected counts, or data made of frequencies × a length).
@@ -77,7 +83,7 @@ class DCA(LatentEstimator):
         *,
         model: str = "dirichlet",
         alpha: Any = None,
-        gamma: Any = 0.5,
+        gamma: Any = None,
         beta: Any = None,
         method: str = "vb",
         seed: int | None = 0,
@@ -87,6 +93,9 @@ class DCA(LatentEstimator):
         num_chains: int | None = None,
         num_warmup: int | None = None,
         num_samples: int | None = None,
+        learn_alpha: bool | None = None,
+        learn_gamma: bool | None = None,
+        theta_update: str | None = None,
         non_integer: str = "error",
         fold_in_iter: int = 200,
     ) -> None:
@@ -103,6 +112,9 @@ class DCA(LatentEstimator):
         self.num_chains = num_chains
         self.num_warmup = num_warmup
         self.num_samples = num_samples
+        self.learn_alpha = learn_alpha
+        self.learn_gamma = learn_gamma
+        self.theta_update = theta_update
         self.non_integer = non_integer
         self.fold_in_iter = fold_in_iter
 
@@ -118,10 +130,19 @@ class DCA(LatentEstimator):
         return DirichletDCA(self.n_components, alpha=self.alpha, gamma=self.gamma)
 
     def _extra_options(self, accepted: list[str] | None) -> dict[str, Any]:
+        options: dict[str, Any] = {}
         # Empty rows are documents too (scikit-learn's LDA accepts them): DirichletDCA gives them their prior.
         if accepted is None or "empty_documents" in accepted:
-            return {"empty_documents": "keep"}
-        return {}
+            options["empty_documents"] = "keep"
+        for name in ("learn_alpha", "learn_gamma", "theta_update"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if accepted is not None and name not in accepted:
+                raise DataError(f"{name}={value!r} is not an option of method={self.method!r} for this model; "
+                                f"drop {name} (None) or choose a method that takes it.")
+            options[name] = value
+        return options
 
     @available_if(lambda self: self.model == "dirichlet")
     def partial_fit(self, X: Any, y: Any = None, **online_options: Any) -> Any:

@@ -24,12 +24,21 @@ unchanged (each group's probabilities Σ_k m_k θ_jk are already normalised), th
 coefficient becomes Σ_g log L_g! − Σ_j log w_j!, and Θ is normalised within each group
 (``theta_update`` "chapter" or "map").
 
-``learn_gamma`` (on by default for an ungrouped model with a scalar γ) re-estimates the topic–word prior
-from each cycle's expected counts for :data:`GAMMA_LEARNING_CYCLES` cycles from ``learn_after`` on
-(:func:`gamma_update`), then holds it. ``learn_alpha`` / ``learn_beta`` update the hyperparameters after every cycle
-(:func:`latentfs.inference.dca.hyper.vb_hyper_update`: Newton on Σ_i E_q[log m_(i)] for DM α, the gamma
-shape equation for GaP α, β_k = α_k I / Σ_i E_q[l_ik] for GaP β); the objective is then no longer
-guaranteed monotone.
+Hyperparameter learning ascends the objective the fit records. ``learn_gamma=True`` (``theta_update="full"``
+only) sets the symmetric topic–word prior γ, every cycle from ``learn_after`` on, to the maximiser of the
+γ-dependent part of that bound, Σ_k E_q[log Dirichlet(θ_k | γ)] (:func:`gamma_update`), between the λ updates:
+coordinate ascent on the recorded bound, iterated until γ itself has settled. The chapter's and the MAP
+updates of Θ are point updates: their objectives contain Σ γ log θ without the normaliser in γ, and with it the
+joint maximiser in (Θ, γ) is γ → 0 (no smoothing at all), so γ cannot be learned on them and is refused there;
+choose it by held-out score instead (the model's default γ is 1/K, as in scikit-learn and gensim).
+``learn_alpha`` / ``learn_beta`` update the hyperparameters after every cycle from document shapes converged at
+the cycle's Θ (:func:`latentfs.inference.dca.hyper.vb_hyper_update`: Newton on Σ_i E_q[log m_(i)] for DM α, the
+gamma shape equation for GaP α, β_k = α_k I / Σ_i E_q[l_ik] for GaP β), each the maximiser of the document
+bounds' α- (β-) dependent part with q held.
+
+A fit whose components are still all alike when it stops (the symmetric saddle of the near-uniform start, where
+the model is a unigram model repeated K times) is returned with a ``ConvergenceWarning`` and
+``diagnostics["symmetric_saddle"] = True`` (:func:`components_separated`).
 """
 
 from __future__ import annotations
@@ -461,29 +470,61 @@ def _check_options(theta_update: str, inner_iters: Any, n_init: Any) -> None:
     check_options(inner_iters=inner_iters, n_init=n_init)
 
 
-#: What ``learn_gamma=None`` means for an in-memory fit of an ungrouped model with a scalar γ.
-LEARN_GAMMA_BY_DEFAULT = True
-#: Cycles (from ``learn_after`` on) in which γ is re-estimated; it is held afterwards so the objective converges.
-GAMMA_LEARNING_CYCLES = 20
+#: Relative change of a learned γ per cycle under which it counts as settled (the fit does not stop before).
+GAMMA_TOL = 1e-3
 
 
 def learns_gamma_at(cycle: int, learn_after: int) -> bool:
-    """Whether cycle ``cycle`` (0-based) re-estimates γ: the window of :data:`GAMMA_LEARNING_CYCLES` from
-    ``learn_after`` on (the in-memory and the dask fits share it)."""
-    return learn_after <= cycle < learn_after + GAMMA_LEARNING_CYCLES
+    """Whether cycle ``cycle`` (0-based) re-estimates γ: every cycle from ``learn_after`` on (the in-memory and
+    the dask fits share it)."""
+    return cycle >= learn_after
 
 
-def _check_learn_gamma(model: DCAModel, learn_gamma: Any) -> bool:
-    """``learn_gamma`` resolved: None is :data:`LEARN_GAMMA_BY_DEFAULT` where γ can be learned, else False."""
-    scalar = getattr(model, "groups", None) is None and np.asarray(model.gamma).ndim == 0
-    if learn_gamma is None:
-        return LEARN_GAMMA_BY_DEFAULT and scalar
+def gamma_settled(trace: list[float] | None, learn_after: int) -> bool:
+    """True unless γ is learned (``trace``: its value after every cycle) and has not yet been updated twice, or its
+    last update moved it by more than :data:`GAMMA_TOL` (relative)."""
+    if trace is None:
+        return True
+    return len(trace) >= learn_after + 2 and abs(trace[-1] - trace[-2]) <= GAMMA_TOL * abs(trace[-1])
+
+
+def flag_saddle(post: Posterior, topic_word: torch.Tensor, *, warn: bool, n_iter: int) -> None:
+    """Record ``diagnostics["symmetric_saddle"]``, and warn when the fit stopped with all components alike."""
+    at_saddle = not components_separated(topic_word.clone())
+    post.diagnostics["symmetric_saddle"] = at_saddle
+    if at_saddle:
+        post.diagnostics["converged"] = False
+        if warn:
+            import warnings
+
+            from latentfs.core.driver import ConvergenceWarning
+
+            K = topic_word.shape[0]
+            warnings.warn(
+                f"VB stopped after {n_iter} cycles at the symmetric saddle: all {K} components are within "
+                f"{SADDLE_TV} (total variation) of their mean word distribution, so this is one unigram model "
+                "repeated, not a topic model. Raise max_iter, use a smaller gamma (the prior is pulling the "
+                "components together), fewer n_components, or n_init > 1.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+
+
+def _check_learn_gamma(model: DCAModel, learn_gamma: Any, theta_update: str) -> bool:
+    """``learn_gamma`` checked: a bool; True needs a scalar γ, no groups and ``theta_update="full"``."""
     if not isinstance(learn_gamma, (bool, np.bool_)):
-        raise DataError(f"learn_gamma must be True, False or None; got {learn_gamma!r}. Pass True to learn γ.")
+        raise DataError(f"learn_gamma must be True or False; got {learn_gamma!r}. Pass True to learn γ.")
+    scalar = getattr(model, "groups", None) is None and np.asarray(model.gamma).ndim == 0
     if learn_gamma and not scalar:
         raise DataError(
             "learn_gamma=True learns one symmetric γ; got a grouped model or a vector γ. Pass a scalar gamma and "
             "no groups, or learn_gamma=False."
+        )
+    if learn_gamma and theta_update != "full":
+        raise DataError(
+            f"learn_gamma=True needs theta_update='full' (γ is learned by maximising the variational bound of "
+            f"q(Θ)); got theta_update={theta_update!r}, whose point update of Θ has no bound in γ. Pass "
+            "theta_update='full', or keep γ fixed (learn_gamma=False) and choose it by held-out score."
         )
     return bool(learn_gamma)
 
@@ -523,7 +564,7 @@ def fit_vb(
     learn_after: int = 20,
     persist: bool = True,
     n_threads: int | None = None,
-    learn_gamma: bool | None = None,
+    learn_gamma: bool = False,
 ) -> Posterior:
     """Fit a DCA model by mean-field VB (``latentfs.fit(model, X, method="vb", ...)``).
 
@@ -564,17 +605,17 @@ def fit_vb(
         0.97] (tests/inference/dca/test_dca_trust.py). Learning α from the first cycle,
         when the near-uniform starting Θ makes every q(m) flat, can run away (α → ∞ keeps the components
         identical; seen on the Reuters sample); 20 cycles avoided it in every case measured.
-    learn_gamma : bool or None
-        Learn the symmetric topic–word prior γ (ungrouped model, scalar γ), so the model's γ is a starting value
-        (empirical Bayes, as the collapsed sampler's default): in cycles ``learn_after`` to ``learn_after +``
-        :data:`GAMMA_LEARNING_CYCLES` − 1, γ is set to the maximiser of Σ_k E_q[log Dirichlet(θ_k | γ)] given
-        the cycle's expected counts (:func:`gamma_update`) before Θ is updated; then it is held, so that the
-        objective converges. Chosen by measurement on sim50 (2000 × 5000, K = 50, planted γ = 0.01): from the
-        default γ = 0.5 it settles at 0.17–0.18 and the default fit's held-out log-likelihood per token rose from
-        −6.88…−6.92 to −6.74…−6.77 (seeds 0–2; scikit-learn's default −6.89) for 3–18% more CPU time. The learned
-        value is in ``hyperparameters["gamma"]`` (``hyperparameters["learned"]`` lists it) and its value after
-        every cycle in ``extras["gamma_trace"]``. None (default): :data:`LEARN_GAMMA_BY_DEFAULT` where γ can be
-        learned, else False; dask input learns it in the driver from the summed statistics, on the same schedule.
+    learn_gamma : bool, default False
+        Learn the symmetric topic–word prior γ (ungrouped model, scalar γ; ``theta_update="full"`` only, see the
+        module docstring), so the model's γ is a starting value (empirical Bayes): every cycle from
+        ``learn_after`` on, γ is set to the maximiser of the bound's Σ_k E_q[log Dirichlet(θ_k | γ)] given the
+        cycle's expected counts (:func:`gamma_update`) before λ is updated, and the fit stops only once γ has
+        settled (relative change ≤ :data:`GAMMA_TOL` per cycle) as well as the bound. The recorded bound never
+        falls. The learned value is in ``hyperparameters["gamma"]`` (``hyperparameters["learned"]`` lists it) and
+        its value after every cycle in ``extras["gamma_trace"]``; dask input learns it in the driver from the
+        summed statistics, on the same schedule. Off by default: with the chapter's Θ update (the default), a
+        small fixed γ (the model's default 1/K) scored better held-out than γ learned by the full model's bound
+        on every corpus measured (benchmarks/RESULTS.md, "γ in VB").
     persist : bool
         Dask input only (see Notes): keep every validated shard in memory where it was first computed (on a
         worker under a distributed Client), instead of reading and validating it again at every cycle.
@@ -622,7 +663,7 @@ def fit_vb(
             f"n_threads must be None (automatic) or an integer >= 1; got {n_threads!r}. Use 1 for one thread."
         )
     learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta)
-    learn_g = _check_learn_gamma(model, learn_gamma)
+    learn_g = _check_learn_gamma(model, learn_gamma, theta_update)
     if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
         raise DataError(
             f"learn_after must be a non-negative integer (cycles before learning starts); got {learn_after!r}."
@@ -701,9 +742,13 @@ def fit_vb(
                     _trace[name].append(_h[name].cpu().numpy().copy())
             return new, objective
 
+        def settled(s: VBState, _t: dict[str, list[Any]] = hyper_trace) -> bool:
+            # not at the symmetric saddle, and a learned γ has stopped moving
+            return components_separated(s.topic_word) and gamma_settled(_t.get("gamma"), learn_after)
+
         run = run_optimizer(
             state, step, max_iter=max_iter, tol=tol, desc=f"{type(model).__name__} VB", progress=progress, warn=False,
-            callback=callback, settled=lambda s: components_separated(s.topic_word),
+            callback=callback, settled=settled,
         )
         run.info["bounds"] = np.asarray(bounds[: run.n_iter])
         run.info["restart"] = r
@@ -719,6 +764,7 @@ def fit_vb(
         model = with_hyperparameters(model, **{name: hyper[name] for name in learn},
                                      **({"gamma": float(hyper["gamma"][0])} if learn_g else {}))
     post = _to_posterior(model, data, run, theta_update, hyper, num_ll_draws, gens[0], [r.objective for r in runs])
+    flag_saddle(post, run.state.topic_word, warn=warn, n_iter=run.n_iter)
     if learned:
         post.hyperparameters["learned"] = list(learned)
         for name, values in run.info["hyper_trace"].items():

@@ -25,6 +25,8 @@ from latentfs.inference.dca.vb import (
     _hyper,
     _theta_from_stats,
     components_separated,
+    flag_saddle,
+    gamma_settled,
     init_topic_word,
     learns_gamma_at,
     restart_shape,
@@ -216,7 +218,8 @@ def fit_vb_dask(
         run = run_optimizer(
             ShardedVBState(doc_shape=shapes, topic_word=theta0), step, max_iter=max_iter, tol=tol,
             desc=f"{type(model).__name__} VB (dask)", progress=progress, warn=False, callback=callback,
-            settled=lambda s: components_separated(s.topic_word),
+            settled=lambda s: (components_separated(s.topic_word)
+                               and gamma_settled(gamma_trace if learn_gamma else None, learn_after)),
         )
         run.info["bounds"] = np.asarray(bounds[: run.n_iter])
         run.info["restart"] = r
@@ -255,6 +258,7 @@ def fit_vb_dask(
         coords=coords, kept_documents=kept, doc_lengths=lengths_np, groups=groups,
     )
     post.diagnostics["shards"] = len(prepared)
+    flag_saddle(post, final.topic_word, warn=warn, n_iter=run.n_iter)
     if learn_gamma:
         post.hyperparameters["learned"] = ["gamma"]
         post.extras["gamma_trace"] = run.info["gamma_trace"]

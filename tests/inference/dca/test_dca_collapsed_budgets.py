@@ -53,12 +53,12 @@ def test_defaults_learn_alpha_and_gamma_and_record_it():
     post = latentfs.fit(latentfs.DirichletDCA(3), X, method="collapsed_gibbs", seed=0, warn=False)
     assert post.hyperparameters["learned"] == ["alpha", "gamma"]
     gamma = post.hyperparameters["gamma"]
-    # The default start is γ = 0.5; the planted value 0.05 is found within a factor of 2 (measured 0.05-0.07).
+    # The default start is γ = 1/K; the planted value 0.05 is found within a factor of 2.
     assert 0.025 < gamma < 0.1
     assert post.extras["gamma_trace"].shape == (2, post.diagnostics["num_warmup"] + post.diagnostics["num_draws"])
     fixed = latentfs.fit(latentfs.DirichletDCA(3), X, method="collapsed_gibbs", seed=0, warn=False,
                          learn_alpha=False, learn_gamma=False, num_warmup=20, num_samples=5)
-    assert "learned" not in fixed.hyperparameters and fixed.hyperparameters["gamma"] == 0.5
+    assert "learned" not in fixed.hyperparameters and fixed.hyperparameters["gamma"] == 1 / 3
 
 
 def test_learn_gamma_needs_a_scalar_ungrouped_gamma_and_warmup():

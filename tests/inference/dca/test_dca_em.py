@@ -26,7 +26,7 @@ from latentfs.testing import pyro_log_density
 
 @pytest.fixture(scope="module")
 def corpus():
-    return DirichletDCA(3, alpha=0.5).simulate(40, 25, doc_length=np.arange(40) % 7 + 20, seed=3)["counts"]
+    return DirichletDCA(3, alpha=0.5, gamma=0.5).simulate(40, 25, doc_length=np.arange(40) % 7 + 20, seed=3)["counts"]
 
 
 def _start(X, K, seed=0):
