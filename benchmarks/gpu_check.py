@@ -68,9 +68,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 torch.set_num_threads(1)
 
-import latentfs  # noqa: E402
-from latentfs.core.options import check_device  # noqa: E402
-from latentfs.core.registry import _ENGINES, _load_engines, engine_options  # noqa: E402
+try:  # recorded, not fatal: the tests still run and say why (e.g. Pyro not carried)
+    import latentfs
+    from latentfs.core.options import check_device
+    from latentfs.core.registry import _ENGINES, _load_engines, engine_options
+    IMPORT_ERROR = None
+except Exception:  # noqa: BLE001
+    IMPORT_ERROR = traceback.format_exc()
 
 SAMPLER_METHODS = ("gibbs", "collapsed_gibbs", "nuts", "svi", "rjmcmc")
 #: Options an engine cannot run without on the small data sets (by model class name and method).
@@ -801,22 +805,36 @@ def main(argv: list[str] | None = None) -> int:
     report = Report(args.out, args)
     log(f"gpu_check: device {args.device} ({report.machine.get('device_name')}), torch {torch.__version__}, "
         f"CUDA {torch.version.cuda}, quick={args.quick}, out={args.out}")
+    proc = start_tests(args.out) if "tests" in parts else None
+    if IMPORT_ERROR is not None:
+        report.add("setup", "import latentfs", "error", IMPORT_ERROR.strip().splitlines()[-1], traceback=IMPORT_ERROR)
+        if proc is not None:
+            finish_tests(report, proc, args.out, budget, args.pytest_timeout_s, torch.cuda.is_available())
+        return 1
     try:
         device = check_device(args.device)
-    except Exception as exc:  # noqa: BLE001 - recorded; the CPU-only parts still run
+    except Exception as exc:  # noqa: BLE001 - recorded; the parts then compare the CPU with itself
         report.add("setup", "device", "error", f"{type(exc).__name__}: {exc}")
         device = torch.device("cpu")
     if device.type == "cuda":
         torch.ones(1, device=device).sum().item()  # start the CUDA context before any timing
-    proc = start_tests(args.out) if "tests" in parts else None
+
+    def run_part(name: str, fn: Any) -> None:
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - one failing part never aborts the run
+            report.add(name, "the whole part", "error", f"{type(exc).__name__}: {exc}"[:600],
+                       traceback=traceback.format_exc(limit=8))
+
     if "agree" in parts:
-        part_agree(report, device, args.quick, budget)
+        run_part("agree", lambda: part_agree(report, device, args.quick, budget))
     if "float32" in parts:
-        part_float32(report, device, args.quick, budget)
+        run_part("float32", lambda: part_float32(report, device, args.quick, budget))
     if proc is not None:  # the benchmarks time nothing while the tests still run on the same device
-        finish_tests(report, proc, args.out, budget, args.pytest_timeout_s, device.type == "cuda")
+        run_part("tests", lambda: finish_tests(report, proc, args.out, budget, args.pytest_timeout_s,
+                                               device.type == "cuda"))
     if "bench" in parts:
-        part_bench(report, device, args.quick, budget)
+        run_part("bench", lambda: part_bench(report, device, args.quick, budget))
     report.write()
     counts: dict[str, int] = {}
     for r in report.records:
