@@ -172,8 +172,8 @@ def demo(args: argparse.Namespace) -> int:
     result = latentfs.fit(model, X, method=args.method, **options)
     elapsed = time.perf_counter() - started
     print(f"done in {elapsed:.1f} s ({result.diagnostics.get('n_iter', '')} iterations)"
-          if args.method != "gibbs" else f"done in {elapsed:.1f} s; max split-R̂ of topic_word after alignment: "
-          f"{result.diagnostics.get('rhat_max_topic_word', float('nan')):.2f}")
+          if args.method != "gibbs" else f"done in {elapsed:.1f} s; max R̂ of topic_word after relabelling: "
+          f"{result.diagnostics.get('convergence', {}).get('topic_word', {}).get('r_hat_max', float('nan')):.2f}")
     if args.method == "vb":
         trace = result.trace[0]
         rose = bool((trace[1:] >= trace[:-1] - 1e-9 * abs(trace[1:])).all())

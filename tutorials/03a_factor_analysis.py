@@ -175,7 +175,7 @@ bayes = FactorAnalysis(5, loading_scale=1.0, noise_shape=2.0, noise_scale=1.0)
 t0 = time.perf_counter()
 post = latentfs.fit(bayes, X, method="gibbs", seed=0, progress=False, **GIBBS)
 print(f"Gibbs: {time.perf_counter() - t0:.1f} s; alignment rule {post.alignment['rule']}; "
-      f"max split-R̂ {', '.join(f'{k} {v:.3f}' for k, v in post.diagnostics['max_rhat'].items())}")
+      "max R̂ " + ", ".join(f"{k} {v['r_hat_max']:.3f}" for k, v in post.diagnostics["convergence"].items()))
 comm_gibbs = communalities(post)
 lo, hi = comm_gibbs.band(0.9)
 side = pd.DataFrame({

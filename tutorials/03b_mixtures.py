@@ -119,9 +119,9 @@ gibbs = latentfs.fit(
     progress=False,
 )
 print("alignment permutations per chain:", gibbs.alignment["permutations"])
-print("max split R-hat:", {k: round(v, 3) for k, v in gibbs.diagnostics["max_rhat"].items()})
+print("max R-hat:", {k: round(v["r_hat_max"], 3) for k, v in gibbs.diagnostics["convergence"].items()})
 print(gibbs.summary(["weights", "item_probs"]).round(3).head(12))
-worst = max(gibbs.diagnostics["max_rhat"].values())
+worst = max(v["r_hat_max"] for v in gibbs.diagnostics["convergence"].values())
 if worst > 1.05:
     print(
         f"R-hat {worst:.2f} > 1.05: the chains disagree even after alignment. This is not label switching "
@@ -241,7 +241,7 @@ gibbs_gm = latentfs.fit(
     seed=0,
     progress=False,
 )
-print("Gibbs max R-hat:", {k: round(v, 3) for k, v in gibbs_gm.diagnostics["max_rhat"].items()})
+print("Gibbs max R-hat:", {k: round(v["r_hat_max"], 3) for k, v in gibbs_gm.diagnostics["convergence"].items()})
 print(mixture_feature_weights(gibbs_gm).to_frame().round(3))
 
 # %% [markdown]

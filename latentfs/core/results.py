@@ -29,9 +29,15 @@ RHAT_MAX = 1.01
 ESS_PER_CHAIN = 100
 # A chain whose mean log joint is this many within-chain sds below the best chain's sits in another mode.
 CHAIN_GAP_SDS = 5.0
-# At most this many entries of a site are checked with ArviZ (~1.3 ms an entry): the ones with the largest
-# posterior means, which are the ones people read (topic words, loadings), plus a regular sample of the rest.
-_CHECK_ENTRIES = 400
+# A site of at most this many values (chains × draws × entries) is checked on every entry (latentfs.core.convergence
+# takes ~0.07 µs a value: ~0.35 s at the bound). A larger site is checked on _CHECK_ENTRIES entries: the ones with
+# the largest posterior means, which are the ones people read (topic words, loadings), plus a regular sample of
+# the rest; ``entries_checked`` says so.
+_FULL_CHECK_VALUES = 5_000_000
+_CHECK_ENTRIES = 2000
+# A chain whose two halves agree this well (R̂ of the chain split in two) is stationary: when chains are each
+# stationary but disagree, they sit in different modes, and a longer warm-up does not help.
+_STATIONARY_RHAT = 1.05
 # Chain-level running means are relabelled by the chain's modal permutation; past this share of draws in
 # another labelling they mix labels visibly and the result warns.
 _SWITCH_TOLERANCE = 0.05
@@ -164,6 +170,7 @@ class Posterior:
         self.coords = {k: [str(x) for x in v] for k, v in coords.items()}
         self.trace = np.atleast_2d(np.asarray(trace, dtype=np.float64))
         self._draws = {k: np.asarray(v) for k, v in (draws or {}).items()}
+        self._convergence_cache: dict[str, dict[str, Any]] = {}
         self._fitted = {
             k: {"family": v["family"], **{p: np.asarray(a, dtype=np.float64) for p, a in v.items() if p != "family"}}
             for k, v in (fitted or {}).items()
@@ -297,6 +304,7 @@ class Posterior:
                     # the result owns its draws: permute them where they are (no second copy of the site)
                     arr = apply_draw_permutations(arr, perms, ax, in_place=True)
             self._draws[s] = arr
+        self._convergence_cache.clear()  # the draws are relabelled: R̂ and ESS are computed again
         modes, switched = modal_permutations(perms)
         for name, comp_axis in (chain_extras or {}).items():
             arr = self.extras[name]
@@ -417,52 +425,41 @@ class Posterior:
         return chosen
 
     def check_convergence(self, sites: Iterable[str] | str | None = None, *, warn: bool = True) -> dict[str, Any]:
-        """Rank-normalised split-R̂ and bulk / tail ESS of the sampled sites (ArviZ), after relabelling.
+        """Rank-normalised split-R̂ and bulk / tail ESS of the sampled sites, after relabelling: one number.
 
-        Stored in ``diagnostics["convergence"]`` as ``{site: {"r_hat_max", "ess_bulk_min", "ess_tail_min",
-        "entries_checked", "n_entries"}}``; with ``warn`` a :class:`~latentfs.core.driver.ConvergenceWarning`
-        names each site whose R̂ exceeds 1.01 or whose ESS is below 100 per chain, with the remedy. Sites
-        with many entries are checked on the 400 entries with the largest posterior means plus a regular
-        sample of the rest (``entries_checked`` says how many).
+        Computed once per site by :mod:`latentfs.core.convergence` (ArviZ's ``az.rhat(method="rank")`` and
+        ``az.ess(method="bulk" | "tail")``, entry for entry) and shared by the warning, ``diagnostics``,
+        :meth:`summary` and :meth:`rhat`, so they print what ``az.summary(result.to_inference_data())`` prints.
+        Stored in ``diagnostics["convergence"]`` as ``{site: {"r_hat_max", "r_hat_argmax", "ess_bulk_min",
+        "ess_tail_min", "entries_checked", "n_entries"}}``. A site of at most 5 million values is checked on
+        every entry; a larger one on the 2,000 entries with the largest posterior means plus a regular sample of
+        the rest (``entries_checked`` says how many). With ``warn`` a
+        :class:`~latentfs.core.driver.ConvergenceWarning` names each site whose R̂ exceeds 1.01 or whose ESS is
+        below 100 per chain, with a remedy that fits: when each chain is stationary on its own (its two halves
+        agree) but the chains disagree, they sit in different modes and the warning says so, since a longer
+        warm-up rarely frees a chain from a mode.
         """
         import warnings
-
-        import arviz as az
 
         out: dict[str, Any] = {}
         names = [s for s in self._site_list(sites, self._draws) if s in self._draws]
         for site in names:
-            x = np.asarray(self._draws[site], dtype=np.float64)
-            chains, n = x.shape[:2]
-            flat = x.reshape(chains, n, -1)
-            idx = _entries_to_check(flat)
-            sub = flat[:, :, idx]
-            varying = sub.std(axis=(0, 1)) > 0
-            entry: dict[str, Any] = {"entries_checked": int(idx.size), "n_entries": int(flat.shape[2])}
-            if chains < 2 or n < 4 or not varying.any():
-                entry.update(r_hat_max=float("nan"), ess_bulk_min=float("nan"), ess_tail_min=float("nan"))
+            chains, n = self._draws[site].shape[:2]
+            conv = self._site_convergence(site)
+            idx, rhat = conv["entries"], conv["r_hat"]
+            entry: dict[str, Any] = {"entries_checked": int(idx.size), "n_entries": int(conv["n_entries"])}
+            finite = np.isfinite(rhat)
+            if chains < 2 or not finite.any():
+                entry.update(r_hat_max=float("nan"), r_hat_argmax=None, ess_bulk_min=float("nan"),
+                             ess_tail_min=float("nan"))
                 out[site] = entry
                 continue
-            # ArviZ's numba paths compile on first use in every process (seconds) and are slower than
-            # its numpy paths at these sizes: use the numpy paths, and leave the caller's setting as it was.
-            # Each entry goes to ArviZ as its own (chain, draw) array, the form its functions take without
-            # a Dataset: the same numbers as a Dataset gives, without building one (xarray's first Dataset
-            # in a process imports dask to test for dask arrays, 0.8 s on the benchmark machine).
-            numba_was_on = bool(getattr(az.Numba, "numba_flag", False))
-            if numba_was_on:
-                az.Numba.disable_numba()
-            try:
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    cols = np.ascontiguousarray(np.moveaxis(sub[:, :, varying], 2, 0))
-                    rhat = np.array([az.rhat(c, method="rank") for c in cols], dtype=np.float64)
-                    bulk = np.array([az.ess(c, method="bulk") for c in cols], dtype=np.float64)
-                    tail = np.array([az.ess(c, method="tail") for c in cols], dtype=np.float64)
-            finally:
-                if numba_was_on:
-                    az.Numba.enable_numba()
+            worst = int(idx[np.flatnonzero(finite)[np.argmax(rhat[finite])]])
+            bulk, tail = conv["ess_bulk"], conv["ess_tail"]
             entry.update(
-                r_hat_max=float(np.nanmax(rhat)) if np.isfinite(rhat).any() else float("nan"),
+                r_hat_max=float(np.nanmax(rhat)),
+                r_hat_argmax=_entry_names(site, self._draws[site].shape[2:], self.dims.get(site, ()),
+                                          self.coords)[worst] if self._draws[site].ndim > 2 else site,
                 ess_bulk_min=float(np.nanmin(bulk)) if np.isfinite(bulk).any() else float("nan"),
                 ess_tail_min=float(np.nanmin(tail)) if np.isfinite(tail).any() else float("nan"),
             )
@@ -470,7 +467,7 @@ class Posterior:
             if warn:
                 problems = []
                 if entry["r_hat_max"] > RHAT_MAX:
-                    problems.append(f"max R̂ {entry['r_hat_max']:.3f} > {RHAT_MAX}")
+                    problems.append(f"max R̂ {entry['r_hat_max']:.3f} > {RHAT_MAX} at {entry['r_hat_argmax']}")
                 need = ESS_PER_CHAIN * chains
                 for key, label in (("ess_bulk_min", "bulk"), ("ess_tail_min", "tail")):
                     if entry[key] < need:
@@ -478,10 +475,21 @@ class Posterior:
                 if problems:
                     from latentfs.core.convergence_warning import ConvergenceWarning  # imports scikit-learn
 
+                    checked = ("" if entry["entries_checked"] == entry["n_entries"] else
+                               f"; {entry['entries_checked']} of its {entry['n_entries']} entries checked")
+                    if entry["r_hat_max"] > RHAT_MAX and self._chains_stationary(site, idx, rhat):
+                        remedy = (
+                            "Each chain is stationary on its own (its two halves agree) but the chains disagree: "
+                            "they sit in different modes, and a longer warm-up rarely moves a chain out of one. "
+                            "Compare the chains (result.samples(site)[c] per chain c), run more chains and keep "
+                            "the better ones, or start the sampler from a VB fit (init=...)."
+                        )
+                    else:
+                        remedy = ("Its means and bands are unreliable: raise num_warmup and num_samples, or use more "
+                                  "chains.")
                     warnings.warn(
                         f"{self.method} on {self.model}: site {site!r} has not converged ({'; '.join(problems)}, "
-                        f"{chains} chains × {n} draws). Its means and bands are unreliable: raise num_warmup and "
-                        "num_samples, or use more chains.",
+                        f"{chains} chains × {n} draws{checked}). {remedy}",
                         ConvergenceWarning,
                         stacklevel=2,
                     )
@@ -504,6 +512,48 @@ class Posterior:
                 )
         self.diagnostics["convergence"] = out
         return out
+
+    def _site_convergence(self, site: str) -> dict[str, Any]:
+        """R̂ and bulk / tail ESS of the checked entries of a sampled site, computed once (cached until the draws
+        are relabelled): ``{"entries", "n_entries", "r_hat", "ess_bulk", "ess_tail"}``."""
+        cached = self._convergence_cache.get(site)
+        if cached is not None:
+            return cached
+        from latentfs.core import convergence
+
+        x = self._draws[site]
+        flat = x.reshape(x.shape[0], x.shape[1], -1)
+        if flat.size <= _FULL_CHECK_VALUES:
+            idx = np.arange(flat.shape[2])
+            sub = flat
+        else:
+            idx = _entries_to_check(flat)
+            sub = flat[:, :, idx]
+        with np.errstate(all="ignore"):
+            values = convergence.diagnostics(sub)
+        result = {"entries": idx, "n_entries": flat.shape[2], **values}
+        self._convergence_cache[site] = result
+        return result
+
+    def _chains_stationary(self, site: str, idx: np.ndarray, rhat: np.ndarray, n_worst: int = 50) -> bool:
+        """Whether every chain, split into its two halves, agrees with itself (R̂ ≤ 1.05) on the ``n_worst``
+        entries with the largest R̂: chains that are each stationary but disagree sit in different modes."""
+        from latentfs.core import convergence
+
+        x = self._draws[site]
+        flat = x.reshape(x.shape[0], x.shape[1], -1)
+        half = flat.shape[1] // 2
+        if half < 4:
+            return False
+        order = np.argsort(-np.where(np.isfinite(rhat), rhat, -np.inf), kind="stable")[:n_worst]
+        cols = flat[:, :, idx[order]]
+        for chain in cols:
+            halves = np.stack([chain[:half], chain[chain.shape[0] - half :]])  # (2, half, entries)
+            with np.errstate(all="ignore"):
+                own = convergence.rhat(halves)
+            if np.isfinite(own).any() and float(np.nanmax(own)) > _STATIONARY_RHAT:
+                return False
+        return True
 
     def _chain_modes(self) -> dict[str, Any] | None:
         """Chains stuck in separate modes, from the log joint of the kept draws (``sample_stats["lp"]``, or the
@@ -538,20 +588,30 @@ class Posterior:
 
     # ------------------------------------------------------------------ summaries
     def rhat(self, site: str) -> np.ndarray:
-        """Split-R̂ of each entry of a sampled site (after alignment), the classic BDA3 form; the
-        rank-normalised R̂ that the warnings use is in :meth:`check_convergence`."""
+        """Rank-normalised split-R̂ of every entry of a sampled site, after relabelling, shaped as the site: the
+        R̂ of :meth:`check_convergence`, :meth:`summary` and ``az.rhat(method="rank")``."""
         self._check_site(site)
         if site not in self._draws:
             raise DataError(f"rhat needs draws from a sampler; site {site!r} comes from {self.method!r}.")
-        return split_rhat(self._draws[site])
+        conv = self._site_convergence(site)
+        shape = self._draws[site].shape[2:]
+        if conv["entries"].size == conv["n_entries"]:
+            return np.asarray(conv["r_hat"]).reshape(shape)
+        from latentfs.core import convergence
+
+        with np.errstate(all="ignore"):
+            return convergence.rhat(self._draws[site])
 
     def summary(self, sites: Iterable[str] | str | None = None, *, max_entries: int = 200, level: float = 0.9) -> Any:
-        """A pandas DataFrame: kind, mean, sd, equal-tailed interval and (for samplers) split-R̂ per entry.
+        """A pandas DataFrame: kind, mean, sd, equal-tailed interval and (for samplers) bulk / tail ESS and
+        rank-normalised R̂ per entry, as ``az.summary`` computes them (sd with ddof = 1; the R̂ and ESS of
+        :meth:`check_convergence`, computed once).
 
         A point estimate (``kind == "point"``) has no sd and no interval (NaN): it is not a distribution.
 
         Sites with more than ``max_entries`` entries are summarised by one row of aggregates (mean of
-        the entries' means, max R̂) instead of row by row.
+        the entries' means, min ESS, max R̂ over the entries :meth:`check_convergence` checks) instead of
+        row by row.
         """
         import pandas as pd
 
@@ -568,20 +628,26 @@ class Posterior:
                 sd = lo = hi = np.full(flat.shape[2], np.nan)
             else:
                 lo, hi = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=(0, 1))
-                sd = flat.std(axis=(0, 1))
-            rh = split_rhat(flat) if site in self._draws and flat.shape[0] >= 2 else np.full(flat.shape[2], np.nan)
+                sd = flat.std(axis=(0, 1), ddof=1)
+            nan = np.full(flat.shape[2], np.nan)
+            rh, bulk, tail = nan, nan, nan
+            sampled = site in self._draws
+            if sampled:
+                conv = self._site_convergence(site)
+                if conv["entries"].size == flat.shape[2]:
+                    rh, bulk, tail = conv["r_hat"], conv["ess_bulk"], conv["ess_tail"]
             kind = self.kind(site)
             if flat.shape[2] <= max_entries:
                 names = _entry_names(site, x.shape[2:], self.dims.get(site, ()), self.coords)
                 for i, name in enumerate(names):
-                    rows.append((name, kind, mean[i], sd[i], lo[i], hi[i], rh[i]))
+                    rows.append((name, kind, mean[i], sd[i], lo[i], hi[i], bulk[i], tail[i], rh[i]))
             else:
-                rmax = np.nanmax(rh) if np.isfinite(rh).any() else np.nan
-                rows.append(
-                    (f"{site}[{flat.shape[2]} entries]", kind, mean.mean(), sd.mean(), lo.mean(), hi.mean(), rmax)
-                )
+                if sampled:
+                    rh, bulk, tail = conv["r_hat"], conv["ess_bulk"], conv["ess_tail"]
+                rows.append((f"{site}[{flat.shape[2]} entries]", kind, mean.mean(), sd.mean(), lo.mean(), hi.mean(),
+                             _nan_reduce(np.nanmin, bulk), _nan_reduce(np.nanmin, tail), _nan_reduce(np.nanmax, rh)))
         lo_name, hi_name = f"q{(1 - level) / 2 * 100:g}", f"q{(1 + level) / 2 * 100:g}"
-        columns = ["entry", "kind", "mean", "sd", lo_name, hi_name, "r_hat"]
+        columns = ["entry", "kind", "mean", "sd", lo_name, hi_name, "ess_bulk", "ess_tail", "r_hat"]
         return pd.DataFrame(rows, columns=columns).set_index("entry")
 
     def to_inference_data(self, num_draws: int = 200, *, seed: int = 0) -> Any:
@@ -981,6 +1047,11 @@ def _check_level(level: Any) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < float(level) < 1:
         raise DataError(f"level must be a number strictly between 0 and 1; got {level!r}. Use e.g. 0.9.")
     return float(level)
+
+
+def _nan_reduce(fn: Any, values: np.ndarray) -> float:
+    """``fn`` (np.nanmin / np.nanmax) of the finite-or-NaN ``values``; NaN when none is finite."""
+    return float(fn(values)) if np.isfinite(values).any() else float("nan")
 
 
 def _entries_to_check(flat: np.ndarray) -> np.ndarray:

@@ -86,7 +86,8 @@ def test_alignment_undoes_a_planted_label_switch():
     draws[1] = draws[1][:, [2, 0, 1]]  # chain 1 labels its components differently
     post = Posterior(model="m", method="gibbs", dims={"topic_word": ("component", "feature")}, coords={},
                      trace=np.zeros((2, 500)), draws={"topic_word": draws})
-    assert np.nanmax(post.rhat("topic_word")) > 10
+    # rank-normalised R̂ saturates when chains do not overlap at all: 1.83 for two such chains
+    assert np.nanmax(post.rhat("topic_word")) > 1.5
     post.align("topic_word")
     assert post.alignment["permutations"] == [[0, 1, 2], [1, 2, 0]]
     assert np.nanmax(post.rhat("topic_word")) < 1.1

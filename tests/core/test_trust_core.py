@@ -79,7 +79,9 @@ def test_check_convergence_warns_on_chains_that_disagree(rng):
     draws = np.stack([rng.normal(0, 1, (300, 4)), rng.normal(3, 1, (300, 4))])
     post = Posterior(model="m", method="gibbs", dims={"mu": ("feature",)}, coords={},
                      trace=np.zeros((2, 300)), draws={"mu": draws})
-    with pytest.warns(ConvergenceWarning, match=r"site 'mu' has not converged \(max R̂ [0-9.]+ > 1.01.*raise num_warmup"):
+    # each chain is stationary, in its own mode: the remedy is not a longer warm-up
+    with pytest.warns(ConvergenceWarning, match=r"site 'mu' has not converged \(max R̂ [0-9.]+ > 1.01 at mu\[\d\].*"
+                                                r"they sit in different modes"):
         out = post.check_convergence()
     assert out["mu"]["r_hat_max"] > 1.5
     assert post.diagnostics["convergence"]["mu"]["entries_checked"] == 4

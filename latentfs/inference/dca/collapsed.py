@@ -554,9 +554,6 @@ def fit_collapsed_gibbs(
         if "gamma" in learning:
             values["gamma"] = float(np.mean([ch.hyper["gamma"][0] for ch in chains]))
         post.hyperparameters = {**with_hyperparameters(model, **values).hyperparameters(), "learned": list(learning)}
-    rhat = post.rhat("topic_word") if "topic_word" in post.sites else np.array([np.nan])
-    if np.isfinite(rhat).any():
-        post.diagnostics["rhat_max_topic_word"] = float(np.nanmax(rhat))
     return post
 
 

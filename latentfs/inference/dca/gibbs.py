@@ -549,10 +549,6 @@ def fit_gibbs(
         for name in learn:
             post.extras.pop(name, None)
         post.hyperparameters = {**with_hyperparameters(model, **values).hyperparameters(), "learned": list(learn)}
-    if "topic_word" in post.sites:
-        rhat = post.rhat("topic_word")
-        if np.isfinite(rhat).any():
-            post.diagnostics["rhat_max_topic_word"] = float(np.nanmax(rhat))
     return post
 
 

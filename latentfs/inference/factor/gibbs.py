@@ -41,7 +41,7 @@ from latentfs.core.data import DataError
 from latentfs.core.driver import run_sampler
 from latentfs.core.options import check_moments, check_options
 from latentfs.core.registry import register
-from latentfs.core.results import Posterior, split_rhat
+from latentfs.core.results import Posterior
 from latentfs.inference.factor.em import (
     FAData,
     FAParams,
@@ -360,8 +360,6 @@ def gibbs_factor_analysis(
                            t(draws["mean"].mean((0, 1))))
     _, Ez, _ = sample_factors(mean_params, data, torch.Generator().manual_seed(0))
     extras["factor_scores"] = Ez.cpu().numpy()
-    rhat = {site: float(np.nanmax(split_rhat(v))) if v.shape[0] * v.shape[1] >= 8 else float("nan")
-            for site, v in draws.items()}
     post = Posterior(
         model="FactorAnalysis",
         method="gibbs",
@@ -371,7 +369,7 @@ def gibbs_factor_analysis(
                 "sample": list(matrix.sample_names)},
         trace=run.trace,
         draws=draws,
-        diagnostics={"max_rhat": rhat, "align": align, "interrupted": bool(run.interrupted),
+        diagnostics={"align": align, "interrupted": bool(run.interrupted),
                      "num_warmup": int(num_warmup), "seconds": time.perf_counter() - started,
                      "observation_dim": "sample"},
         log_likelihood=row_ll,

@@ -13,10 +13,8 @@ the VB engine reuses it with responsibilities in place of hard counts.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
 import torch
 
 from latentfs.core.data import check_choice, check_int, check_seed
@@ -209,7 +207,7 @@ def _gibbs_engine(
     ``Posterior.alignment`` and ``Posterior.relabel_permutations``. Rank-normalised R̂ and bulk / tail ESS of
     the relabelled draws are stored in ``diagnostics["convergence"]`` (:meth:`Posterior.check_convergence`);
     with ``warn`` (default) a :class:`~latentfs.core.driver.ConvergenceWarning` names each site that has not
-    converged. ``diagnostics["max_rhat"]`` keeps the classic split-R̂ per site.
+    converged.
 
     Examples
     --------
@@ -294,11 +292,6 @@ def _gibbs_engine(
     )
     key = "item_probs" if fam.kind == "categorical" else "means"
     post.align(key, "component")
-    rhats = {}
-    for site in ("weights", key):
-        r = post.rhat(site) if run.trace.shape[0] > 1 else np.full(1, np.nan)
-        rhats[site] = float(np.max(r[np.isfinite(r)])) if np.isfinite(r).any() else math.nan
-    post.diagnostics["max_rhat"] = rhats
     post.check_convergence(warn=warn)
     return post
 

@@ -180,7 +180,7 @@ def test_gibbs_posterior_near_ml_and_chains_agree():
     assert post.samples("loadings").shape == (4, 300, 8, 2)
     assert post.alignment["rule"] == "procrustes" and post.extras["alignment_transforms"].shape == (4, 300, 2, 2)
     for site in ("loadings", "noise_variance", "communalities"):
-        assert post.diagnostics["max_rhat"][site] < 1.1, (site, post.diagnostics["max_rhat"])
+        assert post.diagnostics["convergence"][site]["r_hat_max"] < 1.1, (site, post.diagnostics["convergence"])
     ml = fit(FactorAnalysis(2), X, method="em")
     cov = lambda Wm, p: Wm @ Wm.T + np.diag(p)  # noqa: E731
     draws = post.samples("loadings")

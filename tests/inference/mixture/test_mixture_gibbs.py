@@ -218,7 +218,6 @@ def test_planted_mixture_recovered_and_chains_aligned():
     assert res.alignment is not None and len(res.alignment["permutations"]) == 4
     # chains settled on different labelings, so the alignment mattered
     assert any(p != [0, 1, 2] for p in res.alignment["permutations"])
-    assert res.diagnostics["max_rhat"]["means"] < 1.05
     assert res.diagnostics["convergence"]["means"]["r_hat_max"] < 1.05
     est = res.mean("means")
     order = np.argsort(est[:, 0] + 10 * est[:, 1])
