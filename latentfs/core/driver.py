@@ -97,6 +97,15 @@ def chain_generators(
     return [make_generator(int(c.generate_state(1, dtype=np.uint64)[0] % 2**63), device) for c in children]
 
 
+def host_generator(generator: torch.Generator) -> torch.Generator:
+    """A CPU generator with ``generator``'s seed (``generator`` itself on the CPU): random starts are drawn on the
+    host and moved to the fit's device, so a fit on a GPU starts where the same seed's CPU fit starts (the CUDA
+    stream of a seed is another stream)."""
+    if generator.device.type == "cpu":
+        return generator
+    return torch.Generator().manual_seed(generator.initial_seed())
+
+
 def _progress(total: int, desc: str, show: bool | None) -> Any:
     # The console bar: tqdm.auto warns "IProgress not found" inside a notebook kernel without ipywidgets,
     # even when the bar is disabled.

@@ -347,7 +347,7 @@ def _posterior(
     a = to_np(state.doc_shape)
     rate = to_np(1 + hyper["beta"])
     zero = to_np(q_zero_probability(state, hyper))
-    rng = np.random.default_rng(int(torch.randint(0, 2**31, (1,), generator=gen)))
+    rng = np.random.default_rng(int(torch.randint(0, 2**31, (1,), generator=gen, device=gen.device)))
     slab = rng.standard_gamma(a, size=(num_draws, *a.shape)) * (1 / rate)
     draws = np.where(rng.uniform(size=slab.shape) < zero, 0.0, slab)
     dims, coords = dims_and_coords(model, data)

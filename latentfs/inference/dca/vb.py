@@ -258,9 +258,11 @@ def init_topic_word(
 ) -> torch.Tensor:
     """The starting Θ of :func:`vb_init`; it depends on the corpus only through J and the token total, so a
     sharded fit starts where the in-memory fit does."""
+    from latentfs.core.driver import host_generator
+
     K, J = model.n_components, n_features
-    shape = torch.full((K, J), 100.0, dtype=dtype, device=device)
-    noise = torch._standard_gamma(shape, generator=generator) / 100.0
+    shape = torch.full((K, J), 100.0, dtype=dtype)  # drawn on the host: a GPU fit starts where the CPU fit does
+    noise = (torch._standard_gamma(shape, generator=host_generator(generator)) / 100.0).to(device)
     groups = model.groups_for(J)
     theta = group_normalise(noise, None if groups is None else torch.as_tensor(groups, device=device))
     if theta_update == "full":

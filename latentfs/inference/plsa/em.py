@@ -476,8 +476,10 @@ def random_topic_word(K: int, J: int, generator: torch.Generator, *, dtype: torc
                       device: torch.device) -> torch.Tensor:
     """The random start of P(x | z): rows of independent Exp(1) draws, normalised (a uniform draw from the
     simplex); it depends on the corpus only through J, so a sharded fit starts where the in-memory one does."""
-    e = -torch.log(torch.rand(K, J, generator=generator, dtype=dtype, device=device).clamp_min(_TINY))
-    return e / e.sum(-1, keepdim=True)
+    from latentfs.core.driver import host_generator
+
+    e = -torch.log(torch.rand(K, J, generator=host_generator(generator), dtype=dtype).clamp_min(_TINY))
+    return (e / e.sum(-1, keepdim=True)).to(device)
 
 
 def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, selects: list[float]) -> Posterior:
