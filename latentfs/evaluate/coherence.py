@@ -5,9 +5,18 @@ only whether a word occurs in a document matters). With D(v) the number of docum
 D(v, v') the number containing both, N the number of documents, and a component's top words
 v_1, …, v_M in decreasing order of θ:
 
-* **UMass** (Mimno, Wallach, Talley, Leenders & McCallum 2011, eq. 1), on the training corpus:
+* **UMass** (Mimno, Wallach, Talley, Leenders & McCallum 2011), on the training corpus, over the M(M−1)/2
+  ordered pairs (v_m, v_l), l < m. Two conventions are in use, and the numbers they give for the same topic
+  differ by more than an order of magnitude (with 10 top words, a sum over 45 pairs against a mean):
 
-      C_UMass = Σ_{m=2}^{M} Σ_{l=1}^{m−1} log[(D(v_m, v_l) + 1) / D(v_l)]   (a sum; ≤ 0 up to the +1)
+  - ``"gensim"`` (default; gensim's ``CoherenceModel(coherence="u_mass")``, the one most numbers are compared
+    against): the **mean** over the pairs of log[(D(v_m, v_l)/N + ε) / (D(v_l)/N)] with ε = 10⁻¹²
+    (gensim's ``direct_confirmation_measure.EPSILON``), i.e. ε is added to the co-document *fraction*;
+  - ``"mimno"``: the paper's eq. 1, the **sum** Σ_{m=2}^{M} Σ_{l=1}^{m−1} log[(D(v_m, v_l) + 1) / D(v_l)]
+    (+1 added to the co-document *count*).
+
+  Both are ≤ 0 up to the smoothing; a pair that never co-occurs scores log(ε N / D(v_l)) ≈ −27 under gensim's
+  convention, against log(1 / D(v_l)) under Mimno's.
 
 * **NPMI** (Bouma 2009; Aletras & Stevenson 2013), the mean over the M(M−1)/2 pairs of
 
@@ -31,8 +40,8 @@ import scipy.sparse as sp
 from latentfs.core.data import DataError, as_counts
 from latentfs.core.relabel import matching_permutation
 
-__all__ = ["MEASURES", "top_word_indices", "umass", "npmi", "topic_coherence", "ComponentAlignment",
-           "align_components"]
+__all__ = ["MEASURES", "UMASS_CONVENTIONS", "top_word_indices", "umass", "npmi", "topic_coherence",
+           "ComponentAlignment", "align_components"]
 
 
 def _weights(topic_word: Any, name: str = "topic_word") -> np.ndarray:
@@ -71,23 +80,61 @@ def _document_frequencies(reference: Any, words: np.ndarray) -> tuple[np.ndarray
     return np.diag(co).copy(), co, reference.shape[0]
 
 
-def umass(words: np.ndarray, reference: sp.csr_matrix) -> float:
+UMASS_CONVENTIONS = ("gensim", "mimno")
+"""Conventions of :func:`umass` (module docstring): gensim's mean with ε = 1e-12, or Mimno et al.'s sum with +1."""
+
+_GENSIM_EPSILON = 1e-12  # gensim.topic_coherence.direct_confirmation_measure.EPSILON
+
+
+def _umass_gensim(co: np.ndarray, df_l: np.ndarray, n: int) -> float:
+    # mean over pairs of log((D(v_m, v_l)/N + ε) / (D(v_l)/N))
+    return float(np.mean(np.log((co / n + _GENSIM_EPSILON) / (df_l / n))))
+
+
+def _umass_mimno(co: np.ndarray, df_l: np.ndarray, n: int) -> float:
+    # Mimno et al. (2011), eq. 1: Σ log((D(v_m, v_l) + 1) / D(v_l))
+    return float(np.sum(np.log((co + 1.0) / df_l)))
+
+
+_UMASS: dict[str, Callable[[np.ndarray, np.ndarray, int], float]] = {
+    "gensim": _umass_gensim,
+    "mimno": _umass_mimno,
+}
+
+
+def _check_umass_convention(convention: Any, name: str = "convention") -> str:
+    if not isinstance(convention, str) or convention not in _UMASS:
+        raise DataError(
+            f"{name} must be 'gensim' or 'mimno'; got {convention!r}. 'gensim' is the mean over pairs with "
+            "ε = 1e-12 (gensim's u_mass); 'mimno' is the sum with +1 smoothing (Mimno et al. 2011, eq. 1)."
+        )
+    return convention
+
+
+def umass(words: np.ndarray, reference: sp.csr_matrix, *, convention: str = "gensim") -> float:
     """C_UMass of one ordered list of word indices (module docstring).
+
+    ``convention="gensim"`` (default): the mean over the pairs (v_m, v_l), l < m, of
+    log((D(v_m, v_l)/N + 1e-12) / (D(v_l)/N)), as gensim's ``CoherenceModel(coherence="u_mass")``;
+    ``convention="mimno"``: the sum of log((D(v_m, v_l) + 1) / D(v_l)) (Mimno et al. 2011, eq. 1).
 
     Examples
     --------
     >>> R = sp.csr_matrix(np.array([[1, 1, 0], [1, 0, 1], [1, 0, 0]]))
-    >>> round(umass(np.array([0, 1, 2]), R), 4)  # log(2/3) + log(2/3) + log(1/1)
+    >>> round(umass(np.array([0, 1, 2]), R), 4)  # mean of log(1/3), log(1/3), log(1e-12 / (1/3))
+    -9.5765
+    >>> round(umass(np.array([0, 1, 2]), R, convention="mimno"), 4)  # log(2/3) + log(2/3) + log(1/1)
     -0.8109
     """
-    df, co, _ = _document_frequencies(reference, words)
+    convention = _check_umass_convention(convention)
+    df, co, n = _document_frequencies(reference, words)
     if (df == 0).any():
         raise DataError(
             f"reference must contain every top word for UMass; word index {int(words[np.flatnonzero(df == 0)[0]])} "
             "occurs in no reference document. Use the training corpus as reference (Mimno et al.), or NPMI."
         )
     m, l_ = np.tril_indices(len(words), k=-1)  # pairs l < m
-    return float(np.log((co[m, l_] + 1) / df[l_]).sum())
+    return _UMASS[convention](co[m, l_], df[l_], n)
 
 
 def npmi(words: np.ndarray, reference: sp.csr_matrix) -> float:
@@ -115,7 +162,7 @@ MEASURES: dict[str, Callable[[np.ndarray, sp.csr_matrix], float]] = {"umass": um
 
 
 def topic_coherence(
-    topic_word: Any, reference: Any, *, measure: str = "umass", n_top: int = 10
+    topic_word: Any, reference: Any, *, measure: str = "umass", n_top: int = 10, umass_convention: str = "gensim"
 ) -> np.ndarray:
     """Coherence of each component's ``n_top`` words on the ``reference`` counts (module docstring).
 
@@ -128,6 +175,9 @@ def topic_coherence(
     measure : {"umass", "npmi"}
     n_top : int
         M, words per component.
+    umass_convention : {"gensim", "mimno"}, default "gensim"
+        For ``measure="umass"``: gensim's mean over pairs with ε = 1e-12, or the sum with +1 smoothing of
+        Mimno et al. (2011), eq. 1 (see :func:`umass`).
 
     Returns
     -------
@@ -142,6 +192,7 @@ def topic_coherence(
     """
     if measure not in MEASURES:
         raise DataError(f"measure must be one of {sorted(MEASURES)}; got {measure!r}.")
+    convention = _check_umass_convention(umass_convention, "umass_convention")
     ref = as_counts(reference, name="reference", empty_documents="keep").csr
     if isinstance(topic_word, (list, tuple)):
         tops = [np.asarray(t, dtype=np.int64) for t in topic_word]
@@ -159,6 +210,8 @@ def topic_coherence(
                 "vocabulary."
             )
         tops = list(top_word_indices(tw, n_top))
+    if measure == "umass":
+        return np.array([umass(t, ref, convention=convention) for t in tops])
     return np.array([MEASURES[measure](t, ref) for t in tops])
 
 

@@ -21,12 +21,16 @@ R = np.array([[2, 1, 0, 0], [1, 1, 3, 0], [1, 0, 0, 1], [0, 0, 2, 2], [4, 1, 0, 
 
 
 def test_umass_by_hand():
-    # D(w0)=4, D(w1)=3, D(w2)=2; D(w0,w1)=3, D(w0,w2)=1, D(w1,w2)=1
+    # D(w0)=4, D(w1)=3, D(w2)=2; D(w0,w1)=3, D(w0,w2)=1, D(w1,w2)=1 (Mimno et al.'s sum with +1)
     expected = np.log((3 + 1) / 4) + np.log((1 + 1) / 4) + np.log((1 + 1) / 3)
-    assert umass(np.array([0, 1, 2]), sp.csr_matrix(R)) == pytest.approx(expected, rel=1e-12)
+    assert umass(np.array([0, 1, 2]), sp.csr_matrix(R), convention="mimno") == pytest.approx(expected, rel=1e-12)
     # the order matters: the denominator is the earlier (more probable) word's frequency
     # order (w2, w0, w1): log((1+1)/2) + log((1+1)/2) + log((3+1)/4) = 0
-    assert umass(np.array([2, 0, 1]), sp.csr_matrix(R)) == pytest.approx(0.0, abs=1e-15)
+    assert umass(np.array([2, 0, 1]), sp.csr_matrix(R), convention="mimno") == pytest.approx(0.0, abs=1e-15)
+    # gensim's default: the mean of log((D(v_m, v_l)/N + 1e-12) / (D(v_l)/N)) over the same pairs
+    gensim = np.mean([np.log((3 / 5 + 1e-12) / (4 / 5)), np.log((1 / 5 + 1e-12) / (4 / 5)),
+                      np.log((1 / 5 + 1e-12) / (3 / 5))])
+    assert umass(np.array([0, 1, 2]), sp.csr_matrix(R)) == pytest.approx(gensim, rel=1e-12)
 
 
 def test_npmi_by_hand_with_limits():
