@@ -41,7 +41,10 @@ ENGINE_PARAMS = ("seed", "max_iter", "tol", "n_init", "num_chains", "num_warmup"
 def match_columns(estimator: Any, X: Any) -> Any:
     """``X`` with its columns in the order seen in ``fit`` when both carry names.
 
-    Raises :class:`DataError` naming the missing and the extra columns; data without column names, or an
+    Names are compared as text (a column named ``1`` matches a fitted ``"1"``). Raises :class:`DataError`
+    naming the missing and the extra columns, and for a DataFrame whose column names are not strings (the
+    positions ``0, 1, …`` of a frame built from an array) when the estimator was fitted on named columns:
+    matching by position there would silently score reordered columns. Data without column names, or an
     estimator fitted without them, is returned unchanged (scikit-learn then checks the width).
     """
     names = getattr(estimator, "feature_names_in_", None)
@@ -49,11 +52,17 @@ def match_columns(estimator: Any, X: Any) -> Any:
     if names is None or columns is None or not hasattr(X, "iloc"):
         return X
     given = [str(c) for c in columns]
-    if not all(isinstance(c, str) for c in columns):
-        return X  # not string names: scikit-learn's own check applies
     fitted = [str(c) for c in names]
+    strings = all(isinstance(c, str) for c in columns)
     missing = [c for c in fitted if c not in set(given)]
     extra = [c for c in given if c not in set(fitted)]
+    if not strings and (missing or extra):
+        raise DataError(
+            f"X's column names are not strings ({_short_list(list(columns))}), but the estimator "
+            f"was fitted on named columns {_short_list(fitted)}; columns are matched by name, so these cannot be "
+            "matched. Name the columns as in fit (X.columns = est.feature_names_in_ if they are in that order), or "
+            "pass X.to_numpy() to take them in the fitted order."
+        )
     if missing or extra:
         parts = []
         if missing:
@@ -64,6 +73,8 @@ def match_columns(estimator: Any, X: Any) -> Any:
             f"X must have the columns seen in fit ({len(fitted)} named columns); it has {' and '.join(parts)}. "
             "Select the fitted columns, X[est.feature_names_in_], or refit on the new columns."
         )
+    if not strings:  # the fitted names as text: give the frame those names (scikit-learn compares them too)
+        X = X.set_axis(given, axis=1)
     if given == fitted:
         return X
     return X.loc[:, fitted]
@@ -76,7 +87,7 @@ def _generated(names: list[str]) -> bool:
     return prefix in ("w", "x") and all(n == f"{prefix}{i}" for i, n in enumerate(names))
 
 
-def _short_list(names: list[str], n: int = 5) -> str:
+def _short_list(names: list[Any], n: int = 5) -> str:
     shown = ", ".join(repr(x) for x in names[:n])
     return f"[{shown}{', …' if len(names) > n else ''}] ({len(names)})"
 
@@ -309,6 +320,8 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
     _positive_only = False
     _min_samples = 1
     _min_features = 1
+    # NaN means a missing entry, which the engines and the new-data methods handle (a masked entry too)
+    _allow_nan = False
 
     method: str
 
@@ -327,8 +340,13 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         if not reset:
             X = match_columns(self, X)
         # latentfs's container checks first (masked entries, dates, ragged rows, meta tensors), which
-        # scikit-learn's validation would fit silently or fail on deep inside numpy.
-        as_array(X, name="X")
+        # scikit-learn's validation would fit silently or fail on deep inside numpy. Sparse input goes on as the
+        # float64 matrix made there: its duplicate entries are summed after widening (scikit-learn sums them in
+        # the matrix's own dtype, and uint8 200 + 100 is 44); a masked array goes on with NaN where it is masked
+        # when the estimator takes missing values (np.asarray would drop the mask).
+        converted = as_array(X, name="X", masked="nan" if self._allow_nan else "error")
+        if sp.issparse(converted) or isinstance(X, np.ma.MaskedArray):
+            X = converted
         try:
             X = validate_data(
                 self,
@@ -336,14 +354,16 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
                 reset=reset,
                 accept_sparse=self._accept_sparse,
                 dtype=np.float64,
+                ensure_all_finite="allow-nan" if self._allow_nan else True,
                 ensure_min_samples=self._min_samples if reset else 1,
                 ensure_min_features=self._min_features if reset else 1,
             )
         except DataError:
             raise
         except ValueError as exc:
+            finite = "finite numbers (NaN for a missing entry)" if self._allow_nan else "finite numbers"
             raise DataError(
-                f"X cannot be used by {type(self).__name__}: {exc} Pass a 2-D array of finite numbers "
+                f"X cannot be used by {type(self).__name__}: {exc} Pass a 2-D array of {finite} "
                 "(rows × features), with the columns seen in fit."
             ) from None
         if self._positive_only:
@@ -402,7 +422,7 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        from latentfs.core.registry import fit
+        from latentfs.core.registry import data_kind, fit
         from latentfs.core.shards import is_dask_array
 
         self.__dict__.pop("_online_state", None)  # a later partial_fit starts a new stream
@@ -411,7 +431,12 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         X = self._validate(X, reset=True)
         self._check_params()
         model = self._make_model()
-        self.posterior_ = fit(model, self._fit_data(X), method=self.method, **self._engine_options(model))
+        options = self._engine_options(model)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and data_kind(model) in ("counts", "continuous"):
+            # validate_data turned the DataFrame into an array: the result is labelled with its columns
+            options["feature_names"] = [str(c) for c in names]
+        self.posterior_ = fit(model, self._fit_data(X), method=self.method, **options)
         self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", int(self.posterior_.trace.shape[-1]))))
         self._after_fit(X)
         return self
@@ -424,13 +449,14 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         update: Any,
         posterior: Any,
     ) -> LatentEstimator:
-        """The plumbing of every ``partial_fit``: the first call (or the first after ``fit``) validates ``X`` as
-        a fit does and starts the stream with ``start(X, **online_options)``; later calls refuse options and
-        check ``X`` against the columns seen first. Then ``update(state, X)`` and ``posterior(state)`` give
-        the new state and ``posterior_``."""
+        """The plumbing of every ``partial_fit``: the first call (or the first after ``fit``) validates ``X`` and
+        starts the stream with ``start(X, **online_options)``; later calls refuse options. ``X`` must have the
+        columns seen first: by the first call of a new estimator, or by ``fit`` (a stream after ``fit`` keeps its
+        width and names; another width is refused naming both counts). Then ``update(state, X)`` and
+        ``posterior(state)`` give the new state and ``posterior_``."""
         state = self.__dict__.get("_online_state")
         if state is None:
-            X = self._validate(X, reset=True)
+            X = self._validate(X, reset="posterior_" not in self.__dict__)
             self._check_params()
             state = start(X, **online_options)
         else:
@@ -508,5 +534,6 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = bool(self._accept_sparse)
         tags.input_tags.positive_only = self._positive_only
+        tags.input_tags.allow_nan = self._allow_nan
         tags.non_deterministic = False
         return tags

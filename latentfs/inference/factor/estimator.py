@@ -5,7 +5,11 @@
 With loadings W, noise variances Ψ and mean μ (posterior means for Gibbs), ``transform`` gives the factor
 scores E[z | x] = (I + Wᵀ Ψ⁻¹ W)⁻¹ Wᵀ Ψ⁻¹ (x − μ) and ``score`` the mean log-likelihood of the rows under
 x ~ N(μ, W Wᵀ + Ψ) (Bartholomew, Knott & Moustaki 2011, §3; the same formulas as scikit-learn's
-``FactorAnalysis``).
+``FactorAnalysis``). NaN marks a missing entry, in ``fit`` (EM, MAP and Gibbs handle missing values exactly)
+and in new data (as do the masked entries of a numpy masked array): a row's factor scores and log-likelihood
+then use its observed entries o only, E[z | x_o] = (I + W_oᵀ Ψ_o⁻¹ W_o)⁻¹ W_oᵀ Ψ_o⁻¹ (x_o − μ_o) and
+x_o ~ N(μ_o, W_o W_oᵀ + Ψ_o) (Gruber & Weiss, eqs. 3-6), so a new respondent with an unanswered item can be
+scored.
 
 A mixture of factor analysers scores a row under each analyser k with x ~ N(μ_k, W_k W_kᵀ + Λ) and
 weights π_k (Ghahramani & Hinton 1996): ``predict_proba`` gives the responsibilities
@@ -63,6 +67,7 @@ class FactorAnalyzer(LatentEstimator):
     _feature_prefix = "factor"
     _min_samples = 2
     _min_features = 2
+    _allow_nan = True
 
     def __init__(
         self,
@@ -111,18 +116,22 @@ class FactorAnalyzer(LatentEstimator):
         self.mean_ = np.asarray(post.mean("mean"), dtype=np.float64)
 
     def transform(self, X: Any) -> np.ndarray:
-        """Factor scores E[z | x], shape (n_samples, n_components)."""
+        """Factor scores E[z | x_o], shape (n_samples, n_components); NaN entries of ``X`` are missing."""
         self._check_fitted()
         X = self._validate(X, reset=False)
+        if np.isnan(X).any():
+            return self._missing_posterior(X)[0]
         W = self.components_.T  # (d, q)
         scaled = W / self.noise_variance_[:, None]  # Ψ⁻¹ W
         precision = np.eye(W.shape[1]) + W.T @ scaled
         return scipy.linalg.solve(precision, scaled.T @ (X - self.mean_).T, assume_a="pos").T
 
     def score_samples(self, X: Any) -> np.ndarray:
-        """Log-likelihood of each row under x ~ N(μ, W Wᵀ + Ψ)."""
+        """Log-likelihood of each row under x_o ~ N(μ_o, W_o W_oᵀ + Ψ_o), o its observed (non-NaN) entries."""
         self._check_fitted()
         X = self._validate(X, reset=False)
+        if np.isnan(X).any():
+            return self._missing_posterior(X)[1]
         W = self.components_.T
         cov = W @ W.T + np.diag(self.noise_variance_)
         chol = scipy.linalg.cho_factor(cov, lower=True)
@@ -130,6 +139,24 @@ class FactorAnalyzer(LatentEstimator):
         maha = np.einsum("ij,ij->i", centred, scipy.linalg.cho_solve(chol, centred.T).T)
         logdet = 2.0 * np.log(np.diag(chol[0])).sum()
         return -0.5 * (maha + logdet + X.shape[1] * math.log(2 * math.pi))
+
+    def _missing_posterior(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """E[z | x_o] and log p(x_o) of rows with missing entries: the EM's E-step at the fitted parameters, grouped
+        by missingness pattern (:func:`~latentfs.inference.factor.em.factor_posterior`)."""
+        from latentfs.core.data import DataError
+        from latentfs.inference.factor.em import FAParams, factor_posterior, prepare_fa_data
+
+        empty = np.flatnonzero(np.isnan(X).all(axis=1))
+        if empty.size:
+            raise DataError(
+                f"X has rows that are entirely missing (rows {empty[:5].tolist()}). Drop them: they carry no "
+                "information to score."
+            )
+        t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
+        params = FAParams(loadings=t(self.components_.T), noise_variance=t(self.noise_variance_), mean=t(self.mean_))
+        data = prepare_fa_data(X, dtype=torch.float64, device="cpu", use_moments=False)
+        _, scores, loglik = factor_posterior(params, data)
+        return scores.numpy(), loglik.numpy()
 
     def score(self, X: Any, y: Any = None) -> float:
         """Mean log-likelihood per row (higher is better); ``y`` is ignored."""
