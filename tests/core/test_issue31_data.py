@@ -154,6 +154,48 @@ def test_masked_entries_are_missing_for_factor_analysis(continuous):
 # ------------------------------------------------------------------------------------------ item 7: warm start
 
 
+def test_dca_vb_starts_from_the_result_of_a_vb_fit(counts):
+    model = latentfs.DirichletDCA(3)
+    first = latentfs.fit(model, counts, method="vb", seed=0, max_iter=30, warn=False, num_ll_draws=0)
+    again = latentfs.fit(model, counts, method="vb", init=first, max_iter=1, warn=False, num_ll_draws=0,
+                         doc_restart=False)
+    # one more cycle from the first fit's end point stays at (or above) the bound it reached
+    assert again.trace[0, 0] >= first.trace[0, -1] - 1e-6 * abs(first.trace[0, -1])
+    full = latentfs.fit(model, counts, method="vb", theta_update="full", seed=0, max_iter=30, warn=False,
+                        num_ll_draws=0)
+    latentfs.fit(model, counts, method="vb", theta_update="full", init=full, max_iter=2, warn=False, num_ll_draws=0)
+
+
+def test_dca_vb_init_from_a_result_of_another_shape_is_refused(counts):
+    model = latentfs.DirichletDCA(3)
+    other = latentfs.fit(model, counts[:30], method="vb", seed=0, max_iter=5, warn=False, num_ll_draws=0)
+    with pytest.raises(DataError, match=r"init holds doc_shape \(30, 3\) and topic_word \(3, 12\); this fit needs "
+                                        r"\(40, 3\) and \(3, 12\)"):
+        latentfs.fit(model, counts, method="vb", init=other, max_iter=5, warn=False)
+    two = latentfs.fit(latentfs.DirichletDCA(2), counts, method="vb", seed=0, max_iter=5, warn=False, num_ll_draws=0)
+    with pytest.raises(DataError, match=r"init holds doc_shape \(40, 2\)"):
+        latentfs.fit(model, counts, method="vb", init=two, max_iter=5, warn=False)
+
+
+def test_dca_vb_init_of_the_wrong_kind_is_refused(counts):
+    model = latentfs.DirichletDCA(3)
+    for bad in (np.ones((3, 3)), {"topic_word": np.ones((3, 12))}, "previous"):
+        with pytest.raises(DataError, match="init must be a VBState or the Posterior of a DCA VB fit"):
+            latentfs.fit(model, counts, method="vb", init=bad, max_iter=5, warn=False)
+    sampled = latentfs.fit(model, counts, method="collapsed_gibbs", seed=0, num_chains=1, num_warmup=5,
+                           num_samples=5, warn=False)
+    with pytest.raises(DataError, match="init is a Posterior of method 'collapsed_gibbs'"):
+        latentfs.fit(model, counts, method="vb", init=sampled, max_iter=5, warn=False)
+    gap = latentfs.fit(latentfs.GammaPoissonDCA(3), counts, method="vb", seed=0, max_iter=5, warn=False,
+                       num_ll_draws=0)
+    with pytest.raises(DataError, match="init is a Posterior of a GammaPoissonDCA fit; this fit is DirichletDCA"):
+        latentfs.fit(model, counts, method="vb", init=gap, max_iter=5, warn=False)
+    chapter = latentfs.fit(model, counts, method="vb", theta_update="map", seed=0, max_iter=5, warn=False,
+                           num_ll_draws=0)
+    with pytest.raises(DataError, match="theta_update='full' needs the Dirichlet parameters of q"):
+        latentfs.fit(model, counts, method="vb", theta_update="full", init=chapter, max_iter=5, warn=False)
+
+
 # ------------------------------------------------------------------------------------------ item 10
 
 

@@ -531,11 +531,42 @@ def _check_learn_gamma(model: DCAModel, learn_gamma: Any, theta_update: str) -> 
     return bool(learn_gamma)
 
 
-def _check_init(init: VBState, model: DCAModel, data: DCAData) -> VBState:
+def _check_init(init: Any, model: DCAModel, data: DCAData, theta_update: str = "chapter") -> VBState:
+    """The start of a warm-started fit: a :class:`VBState`, or the :class:`Posterior` of an earlier VB fit of the
+    same model (:func:`state_from_posterior`), checked against this fit's documents, components and features."""
+    if isinstance(init, Posterior):
+        if init.method != "vb":
+            raise DataError(
+                f"init is a Posterior of method {init.method!r}; a warm start needs the Posterior of a DCA VB fit "
+                "(method='vb'), whose fitted q(m) and q(Θ) are the state. Omit init, or fit with method='vb' first."
+            )
+        if init.model != type(model).__name__:
+            raise DataError(
+                f"init is a Posterior of a {init.model} fit; this fit is {type(model).__name__}. Start from a result "
+                "of the same model, or omit init."
+            )
+        if theta_update == "full" and init.fitted_params("topic_word")["family"] != "dirichlet":
+            raise DataError(
+                "theta_update='full' needs the Dirichlet parameters of q(Θ) to start from; init is a result with a "
+                "point Θ (theta_update='map'). Start from a 'chapter' or 'full' result, or omit init."
+            )
+        init = state_from_posterior(init, theta_update)
+    elif not isinstance(init, VBState):
+        raise DataError(
+            f"init must be a VBState or the Posterior of a DCA VB fit of this model; got {type(init).__name__}. "
+            "Pass init=result (an earlier latentfs.fit(..., method='vb')), or omit init to start from seed."
+        )
     shapes = ((data.n_documents, model.n_components), (model.n_components, data.n_features))
     got = (tuple(init.doc_shape.shape), tuple(init.topic_word.shape))
     if got != shapes:
-        raise DataError(f"init must hold doc_shape {shapes[0]} and topic_word {shapes[1]}; got {got[0]} and {got[1]}.")
+        raise DataError(
+            f"init holds doc_shape {got[0]} and topic_word {got[1]}; this fit needs {shapes[0]} and {shapes[1]} "
+            "((documents, components) and (components, features)). Start from a fit of the same documents with "
+            "the same n_components, or omit init."
+        )
+    for name, value in (("doc_shape", init.doc_shape), ("topic_word", init.topic_word)):
+        if not bool(torch.isfinite(value).all()) or not bool((value > 0).all()):
+            raise DataError(f"init's {name} must be finite and positive; it holds {float(value.min()):g}.")
     return VBState(
         doc_shape=init.doc_shape.to(device=data.device, dtype=data.dtype),
         topic_word=init.topic_word.to(device=data.device, dtype=data.dtype),
@@ -587,10 +618,12 @@ def fit_vb(
     n_init : int
         Independent random starts; the one with the highest objective is returned.
     seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
-    init : VBState, optional
-        Warm start (for example the state of an earlier fit, ``result.extras``-compatible).
+    init : Posterior or VBState, optional
+        Warm start: the result of an earlier VB fit of the same model on the same documents (its q(m) and q(Θ);
+        :func:`state_from_posterior`), or a state. The first restart starts there.
     num_ll_draws : int
-        Draws from q used for the pointwise log-likelihood group of the ArviZ export.
+        Draws from q used for the pointwise log-likelihood group of the ArviZ export; 0 skips it (the result then
+        has no ``log_likelihood``, so ``az.loo``/``az.waic`` cannot use it).
     callback : callable, optional
         Called as ``callback(iteration, state, objective)`` after every cycle (monitoring, benchmarks).
     learn_alpha, learn_beta : bool
@@ -683,7 +716,9 @@ def fit_vb(
                 "fixed hyperparameters, or learn them on an in-memory sample and pass them to the model."
             )
         if init is not None:
-            raise DataError("init is not available for a dask array X; got a VBState. Omit init (fit from seed).")
+            raise DataError(
+                f"init is not available for a dask array X; got a {type(init).__name__}. Omit init (fit from seed)."
+            )
         if not isinstance(persist, bool):
             raise DataError(f"persist must be True or False; got {persist!r}.")
         from latentfs.inference.dca.vb_sharded import fit_vb_dask
@@ -706,7 +741,7 @@ def fit_vb(
 
     def one(r: int) -> OptimizerRun:
         if init is not None and r == 0:
-            state = _check_init(init, model, data)
+            state = _check_init(init, model, data, theta_update)
         else:
             state = vb_init(model, data, gens[r], theta_update)
         bounds: list[float] = []
