@@ -108,20 +108,38 @@ _NAME_OPTIONS = ("feature_names", "document_names", "sample_names")
 
 
 def data_kind(model: Any) -> str:
-    """What a model's data are: ``"counts"`` (documents × words), ``"continuous"`` (samples × features)
-    ``"sequences"`` or ``"lattice"``. A model class may declare it as ``data_kind``; the built-in families
-    are known."""
-    kind = getattr(model, "data_kind", None)
-    if kind is not None:
-        return str(kind)
-    from latentfs.models import PLSA, CategoricalHMM, GaussianHMM
-    from latentfs.models.dca import _DCABase
+    """What a model's data are: ``"counts"`` (documents × words), ``"continuous"`` (samples × features),
+    ``"sequences"`` or ``"lattice"``, as the model class declares it (``data_kind``; "continuous" when it does
+    not). ``core`` names no family: each model says what it takes."""
+    return str(getattr(model, "data_kind", "continuous"))
 
-    if isinstance(model, (_DCABase, PLSA)):
-        return "counts"
-    if isinstance(model, (GaussianHMM, CategoricalHMM)):
-        return "sequences"
-    return "continuous"
+
+#: model class name -> (estimator module, estimator class name, the estimator's keyword arguments from a result's
+#: hyperparameters): how :meth:`Posterior.estimator` (and so ``transform``, ``predict``, ``score``) rebuilds a
+#: family's estimator from a result. Each family registers its own models when it is imported.
+_NEW_DATA: dict[str, tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
+
+
+def register_new_data(
+    model_name: str, module: str, estimator: str, params: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+) -> None:
+    """Declare the estimator that handles new data for results of ``model_name`` (called by a family's
+    ``__init__``): ``module.estimator(n_components=..., method=..., **params(hyperparameters))``."""
+    _NEW_DATA[model_name] = (module, estimator, params or (lambda h: {}))
+
+
+def new_data_estimator(model_name: str) -> tuple[str, str, Callable[[dict[str, Any]], dict[str, Any]]] | None:
+    """The registration of :func:`register_new_data` for ``model_name``, importing the families first when this
+    process has not imported the model's (a result loaded from a file knows its model only by name)."""
+    if model_name not in _NEW_DATA:
+        _load_engines()
+    return _NEW_DATA.get(model_name)
+
+
+def new_data_models() -> list[str]:
+    """Every model whose results take new data (all families imported)."""
+    _load_engines()
+    return sorted(_NEW_DATA)
 
 
 def _with_names(model: Any, data: Any, names: dict[str, Any], options: dict[str, Any]) -> Any:

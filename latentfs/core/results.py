@@ -357,11 +357,13 @@ class Posterior:
         """
         from importlib import import_module
 
-        spec = _ESTIMATORS.get(self.model)
+        from latentfs.core.registry import new_data_estimator, new_data_models
+
+        spec = new_data_estimator(self.model)
         if spec is None:
             raise DataError(
                 f"transform, predict and score are not available for {self.model} results; they exist for "
-                f"{sorted(_ESTIMATORS)}. Use the engine's own functions (see the family's module)."
+                f"{new_data_models()}. Use the engine's own functions (see the family's module)."
             )
         module, name, params = spec
         cls = getattr(import_module(module), name)
@@ -982,34 +984,6 @@ def open_saved(path: str | Path, read: Any, *, writer: str, kind: str, remedy: s
         ) from None
 
 # The estimator of each model family: (module, class, its parameters from the result's hyperparameters).
-_ESTIMATORS: dict[str, tuple[str, str, Any]] = {
-    "DirichletDCA": ("latentfs.inference.dca.estimator", "DCA", lambda h: {"model": "dirichlet"}),
-    "GammaPoissonDCA": ("latentfs.inference.dca.estimator", "DCA", lambda h: {"model": "gamma_poisson"}),
-    "PLSA": ("latentfs.inference.plsa.estimator", "PLSAEstimator", lambda h: {}),
-    "FactorAnalysis": ("latentfs.inference.factor.estimator", "FactorAnalyzer", lambda h: {}),
-    "GaussianMixture": (
-        "latentfs.inference.mixture.estimator",
-        "GaussianMixtureClusterer",
-        lambda h: {"covariance_type": h.get("covariance_type", "full")},
-    ),
-    "LatentProfile": (
-        "latentfs.inference.mixture.estimator",
-        "LatentProfileClusterer",
-        lambda h: {"variance": "shared" if h.get("covariance_type") == "tied_diag" else "free"},
-    ),
-    "LatentClass": (
-        "latentfs.inference.mixture.estimator",
-        "LatentClassClusterer",
-        lambda h: {"n_levels": h.get("n_levels")},
-    ),
-    "LatentTrait": (
-        "latentfs.inference.latent_trait.estimator",
-        "LatentTraitAnalyzer",
-        lambda h: {"n_levels": h.get("n_levels")},
-    ),
-}
-
-
 def _check_shapes(
     path: Path, meta: dict[str, Any], draws: dict[str, np.ndarray], points: dict[str, np.ndarray] | None = None
 ) -> None:

@@ -279,6 +279,7 @@ class _DCABase:
 
     doc_site: str
     default_method = "vb"
+    data_kind = "counts"  # documents × words (latentfs.core.registry.data_kind)
 
     def __init__(self, n_components: int, *, alpha: Any, gamma: Any) -> None:
         self.n_components = check_n_components(n_components, 10**9)

@@ -251,6 +251,7 @@ class _HMMBase:
     """K, the Dirichlet priors of π and the rows of A, the chain over time, scoped simulation."""
 
     default_method = "em"
+    data_kind = "sequences"  # rows in time order, several sequences by lengths= (latentfs.core.registry.data_kind)
     n_components: int
     startprob_concentration: float
     transition_concentration: float

@@ -80,6 +80,8 @@ class PLSA:
     ((4, 10), [25.0, 25.0, 25.0, 25.0])
     """
 
+    data_kind = "counts"  # documents × words (latentfs.core.registry.data_kind)
+
     default_method = "em"
     doc_site = "doc_topic"
 

@@ -15,6 +15,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 from typing import TYPE_CHECKING
 
 from latentfs._lazy import attach_family
+from latentfs.core.registry import register_new_data as _register_new_data
 from latentfs.inference.dca.weights import component_shares, top_words, word_importance, word_relevance
 
 __all__ = [
@@ -39,3 +40,7 @@ __getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from latentfs.inference.dca.estimator import DCA
     from latentfs.inference.dca.features import DCAClassifier, DCAFeatures, component_features, fold_in_features
+
+# Posterior.transform / predict / score of DCA results (core names no family: each family registers its own)
+_register_new_data("DirichletDCA", "latentfs.inference.dca.estimator", "DCA", lambda h: {"model": "dirichlet"})
+_register_new_data("GammaPoissonDCA", "latentfs.inference.dca.estimator", "DCA", lambda h: {"model": "gamma_poisson"})

@@ -13,6 +13,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 from typing import TYPE_CHECKING
 
 from latentfs._lazy import attach_family
+from latentfs.core.registry import register_new_data as _register_new_data
 from latentfs.inference.factor.sharded import factor_scores
 from latentfs.inference.factor.weights import (
     bootstrap_draws,
@@ -45,3 +46,8 @@ __getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from latentfs.inference.factor.estimator import FactorAnalyzer, MixtureOfFactorAnalyzersClusterer
+
+# Posterior.transform / predict / score of FA and MFA results (core names no family: each family registers its own)
+_register_new_data("FactorAnalysis", "latentfs.inference.factor.estimator", "FactorAnalyzer")
+_register_new_data("MixtureOfFactorAnalyzers", "latentfs.inference.factor.estimator",
+                   "MixtureOfFactorAnalyzersClusterer", lambda h: {"n_factors": h.get("n_factors", 1)})

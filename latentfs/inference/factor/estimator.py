@@ -270,17 +270,3 @@ class MixtureOfFactorAnalyzersClusterer(ClusterMixin, DensityMixin, LatentEstima
     def score(self, X: Any, y: Any = None) -> float:
         """Mean log-likelihood per row (higher is better); ``y`` is ignored."""
         return float(self.score_samples(X).mean())
-
-
-def _register_with_posterior() -> None:
-    """Let :meth:`Posterior.estimator` (and so ``Posterior.transform/predict/score``) build
-    :class:`MixtureOfFactorAnalyzersClusterer` from mixture-of-factor-analysers results."""
-    from latentfs.core import results
-
-    results._ESTIMATORS.setdefault(
-        "MixtureOfFactorAnalyzers",
-        (__name__, "MixtureOfFactorAnalyzersClusterer", lambda h: {"n_factors": h.get("n_factors", 1)}),
-    )
-
-
-_register_with_posterior()

@@ -13,6 +13,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 from typing import TYPE_CHECKING
 
 from latentfs._lazy import attach_family
+from latentfs.core.registry import register_new_data as _register_new_data
 from latentfs.inference.latent_trait.weights import discrimination_weights, item_characteristic_curves
 
 __all__ = ["LatentTraitAnalyzer", "discrimination_weights", "item_characteristic_curves"]
@@ -25,3 +26,7 @@ __getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from latentfs.inference.latent_trait.estimator import LatentTraitAnalyzer
+
+# Posterior.transform / score of latent-trait results (core names no family: each family registers its own)
+_register_new_data("LatentTrait", "latentfs.inference.latent_trait.estimator", "LatentTraitAnalyzer",
+                   lambda h: {"n_levels": h.get("n_levels")})

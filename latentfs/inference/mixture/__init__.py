@@ -16,6 +16,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 import importlib
 import pkgutil
 
+from latentfs.core.registry import register_new_data as _register_new_data
 from latentfs.inference.mixture.dic import DICWarning, dic, dic_from_loglik
 from latentfs.inference.mixture.estimator import GaussianMixtureClusterer, LatentClassClusterer, LatentProfileClusterer
 from latentfs.inference.mixture.model_selection import (
@@ -51,3 +52,11 @@ __all__ = [
 # Engines register themselves on import.
 for _mod in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_mod.name}")
+
+# Posterior.transform / predict / score of mixture results (core names no family: each family registers its own)
+_register_new_data("GaussianMixture", "latentfs.inference.mixture.estimator", "GaussianMixtureClusterer",
+                   lambda h: {"covariance_type": h.get("covariance_type", "full")})
+_register_new_data("LatentProfile", "latentfs.inference.mixture.estimator", "LatentProfileClusterer",
+                   lambda h: {"variance": "shared" if h.get("covariance_type") == "tied_diag" else "free"})
+_register_new_data("LatentClass", "latentfs.inference.mixture.estimator", "LatentClassClusterer",
+                   lambda h: {"n_levels": h.get("n_levels")})

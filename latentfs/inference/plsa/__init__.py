@@ -10,6 +10,7 @@ Importing this package registers every engine of the family with :func:`latentfs
 from typing import TYPE_CHECKING
 
 from latentfs._lazy import attach_family
+from latentfs.core.registry import register_new_data as _register_new_data
 from latentfs.inference.plsa.em import fold_in, plsa_loglik
 
 __all__ = [
@@ -29,3 +30,6 @@ __getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from latentfs.inference.plsa.estimator import PLSAEstimator
     from latentfs.inference.plsa.transformer import PLSATransformer
+
+# Posterior.transform / score of PLSA results (core names no family: each family registers its own)
+_register_new_data("PLSA", "latentfs.inference.plsa.estimator", "PLSAEstimator")
