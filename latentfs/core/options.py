@@ -2,8 +2,10 @@
 
 Every engine, estimator and the command line check their options here: :func:`check_int`,
 :func:`check_float`, :func:`check_seed` (with :func:`as_rng`), :func:`check_dtype`, :func:`check_device`,
-:func:`check_level`, :func:`check_choice`, :func:`check_n_components` and :func:`check_positive`. A bad
-value raises :class:`~latentfs.core.errors.DataError` naming the option, the rule, the value and a remedy.
+:func:`check_level`, :func:`check_choice`, :func:`check_flag`, :func:`check_n_components` and
+:func:`check_positive`. A bad value raises :class:`~latentfs.core.errors.DataError` naming the option, the rule,
+the value and a remedy. :func:`check_component_memory` refuses, before a fit starts, a number of components whose
+parameters cannot fit in memory.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ __all__ = [
     "check_moments",
     "check_options",
     "check_choice",
+    "check_component_memory",
     "check_device",
     "check_dtype",
+    "check_flag",
     "check_float",
     "check_int",
     "check_level",
@@ -43,6 +47,49 @@ def check_n_components(n_components: Any, max_allowed: int, *, name: str = "n_co
             f"{n_components}. Choose fewer components."
         )
     return int(n_components)
+
+
+def _size(n_bytes: float) -> str:
+    for unit, power in (("TiB", 40), ("GiB", 30), ("MiB", 20)):
+        if n_bytes >= 2**power:
+            return f"{n_bytes / 2**power:.2f} {unit}"
+    return f"{n_bytes / 2**10:.2f} KiB"
+
+
+def check_component_memory(
+    n_components: int, n_features: int, n_rows: int, itemsize: int, *, what: str, remedy: str,
+    available: float | None = None,
+) -> int:
+    """Refuse a fit whose parameters cannot fit in memory, before anything is allocated; returns the estimate.
+
+    The estimate is of the parameter arrays every engine of a components × features model holds at once: the
+    (n_components, n_features) and (n_rows, n_components) arrays, each twice (the current values and their update),
+    of ``itemsize`` bytes. A fit that needs more than the memory available now (``available``, default
+    :func:`latentfs.core.driver.available_memory`, which honours ``ulimit -v``) raises a
+    :class:`~latentfs.core.errors.DataError` with the estimate and ``remedy``, instead of failing inside an
+    allocation; when the available memory is unknown nothing is checked.
+
+    Examples
+    --------
+    >>> check_component_memory(10**6, 2 * 10**6, 30, 8, what="DirichletDCA", remedy="Choose fewer components.",
+    ...                        available=2**33)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: DirichletDCA with n_components=1000000 × 2000000 features needs about 29.10 TiB ...
+    """
+    values = 2 * (int(n_components) * int(n_features) + int(n_rows) * int(n_components))
+    need = values * int(itemsize)
+    if available is None:
+        from latentfs.core.driver import available_memory
+
+        available = available_memory()
+    if available is not None and need > available:
+        raise DataError(
+            f"{what} with n_components={n_components} × {n_features} features needs about {_size(need)} for its "
+            f"parameters ({values:.3g} values of {itemsize} bytes: the components × features and rows × components "
+            f"arrays, each with its update), over the {_size(available)} of memory available. {remedy}"
+        )
+    return need
 
 
 def check_positive(
@@ -226,20 +273,24 @@ def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
     return value
 
 
-_DTYPES = {"float64": "float64", "double": "float64", "float32": "float32", "float": "float32"}
+_DTYPES = {"float64": "float64", "double": "float64", "float32": "float32"}
 
 
 def check_dtype(dtype: Any, *, name: str = "dtype") -> Any:
     """A floating torch dtype for an engine's arithmetic: ``torch.float64`` or ``torch.float32``.
 
-    Also accepts the strings ``"float64"``/``"float32"`` and numpy's float64/float32 (converted). Integer,
-    complex and half-precision dtypes are refused (the engines need lgamma/digamma and sums that half
-    precision cannot carry).
+    Torch users write ``torch.float64``, numpy users ``"float64"`` or ``np.float64``: both are accepted and mean
+    the same (the strings ``"float64"``, ``"float32"``, ``"double"``, ``"torch.float32"``, numpy's spellings such
+    as ``"f8"`` or ``np.dtype("<f4")``). The bare ``"float"`` is refused: numpy reads it as float64 and torch as
+    float32. Integer, complex and half-precision dtypes are refused (the engines need lgamma/digamma and sums
+    that half precision cannot carry).
 
     Examples
     --------
     >>> import torch
     >>> check_dtype("float32") is torch.float32
+    True
+    >>> check_dtype("f8") is torch.float64
     True
     """
     import torch
@@ -251,21 +302,33 @@ def check_dtype(dtype: Any, *, name: str = "dtype") -> Any:
     else:
         key: str | None = None
         if isinstance(dtype, str):
-            key = _DTYPES.get(dtype.removeprefix("torch."))
+            text = dtype.strip().removeprefix("torch.")
+            if text == "float":
+                raise DataError(
+                    f"{name} {dtype!r} is ambiguous: numpy reads it as float64, torch as float32. Write "
+                    f"{name}='float64' (or torch.float64, the default) or {name}='float32'."
+                )
+            key = _DTYPES.get(text)
+            if key is None and not dtype.startswith("torch."):
+                key = _numpy_float(text)
         elif not isinstance(dtype, bool):
-            try:
-                np_dtype = np.dtype(dtype)
-            except TypeError:
-                np_dtype = None
-            if np_dtype is not None and np_dtype.kind == "f":
-                key = _DTYPES.get(np_dtype.name)
+            key = _numpy_float(dtype)
         if key is not None:
             return getattr(torch, key)
     raise DataError(
         f"{name} must be torch.float64 or torch.float32; got {dtype!r}. Pass dtype=torch.float64 (the "
-        "default, most accurate) or torch.float32 (half the memory); integer and half-precision dtypes cannot "
-        "hold the engines' intermediate values."
+        "default, most accurate) or torch.float32 (half the memory), or the strings 'float64'/'float32'; integer "
+        "and half-precision dtypes cannot hold the engines' intermediate values."
     )
+
+
+def _numpy_float(dtype: Any) -> str | None:
+    """'float64' or 'float32' when numpy reads ``dtype`` as that type (``np.float32``, ``"f8"``, ``"<f4"``)."""
+    try:
+        np_dtype = np.dtype(dtype)
+    except (TypeError, ValueError):
+        return None
+    return _DTYPES.get(np_dtype.name) if np_dtype.kind == "f" else None
 
 
 def check_device(device: Any, *, name: str = "device") -> Any:
@@ -343,9 +406,12 @@ def check_options(**options: Any) -> tuple[Any, ...]:
     checked values in the order given (``dtype="float32"`` becomes ``torch.float32``, ``device`` a
     ``torch.device``, integers Python ints).
 
-    Iteration, restart, chain and draw counts must be integers ≥ 1 (``num_warmup`` and ``num_ll_draws`` ≥ 0),
-    ``tol`` a number ≥ 0 (not NaN), ``seed`` what :func:`~latentfs.core.data.check_seed` accepts, ``dtype``
-    float64/float32, ``device`` a device that exists here, ``empty_documents`` one of error/drop/keep.
+    Iteration, restart, chain and draw counts must be integers ≥ 1 (``num_warmup`` and ``num_ll_draws`` ≥ 0;
+    ``num_ll_draws=0`` skips the pointwise log-likelihood, so the result has no ``log_likelihood`` group for
+    ``az.loo``), ``tol`` a number ≥ 0 (not NaN), ``seed`` what :func:`~latentfs.core.data.check_seed` accepts,
+    ``dtype`` float64/float32 (a torch dtype or its name, :func:`check_dtype`), ``device`` a device that exists
+    here, ``empty_documents`` one of error/drop/keep, ``warn`` True or False and ``progress`` True, False or None
+    (:func:`check_flag`).
 
     Examples
     --------
@@ -368,10 +434,39 @@ def check_options(**options: Any) -> tuple[Any, ...]:
             value = check_device(value)
         elif name == "empty_documents":
             value = check_choice(name, value, ("error", "drop", "keep"))
+        elif name == "warn":
+            value = check_flag(name, value)
+        elif name == "progress":
+            value = check_flag(name, value, allow_none=True)
         else:  # pragma: no cover - a programming error in an engine
             raise TypeError(f"check_options has no rule for {name!r}")
         out.append(value)
     return tuple(out)
+
+
+def check_flag(name: str, value: Any, *, allow_none: bool = False) -> bool | None:
+    """A yes/no option: True or False (numpy booleans too), and None where it means "decide" (``progress=None``
+    shows a bar when stderr is a terminal). Strings are refused: ``warn="no"`` would be true.
+
+    Examples
+    --------
+    >>> check_flag("warn", False)
+    False
+    >>> check_flag("warn", "no")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latentfs.core.data.DataError: warn must be True or False; got 'no' (str). ...
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    rule = "True, False or None" if allow_none else "True or False"
+    meaning = " (None: a bar when stderr is a terminal)" if allow_none else ""
+    raise DataError(
+        f"{name} must be {rule}{meaning}; got {value!r} ({type(value).__name__}). Write {name}=False to turn it "
+        f"off, {name}=True to turn it on: a string such as 'no' is not read as a yes/no answer."
+    )
 
 
 def check_moments(values: np.ndarray, *, name: str = "X") -> None:

@@ -233,3 +233,42 @@ def test_compressed_matrices_with_stored_small_integer_duplicates_are_summed_wid
     assert latentfs.core.data.as_counts(M).csr[0, 0] == 300
     est = latentfs.PLSAEstimator(1, max_iter=5).fit(M)
     np.testing.assert_allclose(est.components_, [[300 / 307, 7 / 307]], rtol=1e-9)
+
+
+def test_dtype_strings_mean_what_numpy_and_torch_users_write():
+    assert check_dtype("float64") is torch.float64 and check_dtype("torch.float32") is torch.float32
+    assert check_dtype("f8") is torch.float64 and check_dtype(np.dtype("<f4")) is torch.float32
+    assert check_dtype("double") is torch.float64
+    # "float" is float64 to numpy and float32 to torch: refused rather than guessed
+    with pytest.raises(DataError, match=r"dtype 'float' is ambiguous: numpy reads it as float64, torch as float32"):
+        check_dtype("float")
+    with pytest.raises(DataError, match="dtype must be torch.float64 or torch.float32; got 'float16'"):
+        check_dtype("float16")
+
+
+def test_a_dtype_string_gives_the_result_of_the_torch_dtype(counts):
+    a = latentfs.fit(latentfs.DirichletDCA(3), counts, method="vb", seed=0, max_iter=10, warn=False, dtype="float32",
+                     num_ll_draws=0)
+    b = latentfs.fit(latentfs.DirichletDCA(3), counts, method="vb", seed=0, max_iter=10, warn=False,
+                     dtype=torch.float32, num_ll_draws=0)
+    np.testing.assert_array_equal(a.mean("topic_word"), b.mean("topic_word"))
+
+
+def test_num_ll_draws_zero_skips_the_pointwise_log_likelihood_as_documented(counts):
+    assert "``num_ll_draws=0`` skips the pointwise log-likelihood" in check_options.__doc__
+    post = latentfs.fit(latentfs.DirichletDCA(3), counts, method="vb", seed=0, max_iter=10, warn=False, num_ll_draws=0)
+    assert post.log_likelihood is None
+    assert "log_likelihood" not in post.to_inference_data(num_draws=5).groups()
+    with pytest.raises(DataError, match="num_ll_draws must be an integer ≥ 0; got -1"):
+        latentfs.fit(latentfs.DirichletDCA(3), counts, method="vb", num_ll_draws=-1)
+
+
+@pytest.mark.parametrize("method", ["vb", "map", "gibbs", "collapsed_gibbs", "online_vb"])
+def test_a_fit_whose_parameters_cannot_fit_in_memory_is_refused_with_the_estimate(method):
+    n_features = 2_000_000
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix((np.ones(600), (np.repeat(np.arange(30), 20), rng.integers(0, n_features, 600))),
+                      shape=(30, n_features))
+    with pytest.raises(DataError, match=r"n_components=1000000 × 2000000 features needs about [\d.]+ TiB .*"
+                                        r"available.*Choose fewer components"):
+        latentfs.fit(latentfs.DirichletDCA(10**6), X, method=method, seed=0)

@@ -20,7 +20,7 @@ from latentfs.core.data import (
     as_counts,
     check_n_components,
 )
-from latentfs.core.options import check_options
+from latentfs.core.options import check_component_memory, check_options
 from latentfs.core.relabel import component_labels
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA, group_totals
 
@@ -160,6 +160,12 @@ def resolve_model(model: DCAModel, data: DCAData) -> DCAModel:
         model.n_components,
         data.n_features,
         what="the number of features: more components than words cannot be told apart",
+    )
+    check_component_memory(
+        model.n_components, data.n_features, data.n_documents, data.doc_lengths.element_size(),
+        what=type(model).__name__,
+        remedy="Choose fewer components, keep fewer features (e.g. the words seen in at least 5 documents), or "
+        "pass dtype=torch.float32 to halve it.",
     )
     model.gamma_vector(data.n_features)  # validates a vector γ's length
     model.groups_for(data.n_features)  # validates the groups' length
