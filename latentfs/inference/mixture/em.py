@@ -574,7 +574,7 @@ def _em_engine(
     """
     from latentfs.core.shards import is_dask_array
 
-    (device,) = check_options(device=device)
+    device, warn, progress = check_options(device=device, warn=warn, progress=progress)
     sharded = is_dask_array(data)
     if sharded and device.type != "cpu":
         raise DataError(
