@@ -38,6 +38,7 @@ __all__ = [
     "kmeans_objective",
     "leverage_scores",
     "leverage_scores_from_data",
+    "bernoulli_inclusion",
     "merge_duplicates",
     "right_singular_vectors",
     "sample_features",
@@ -119,11 +120,70 @@ def _sample_iid(p: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.nda
     return idx, 1.0 / np.sqrt(r * p[idx])
 
 
+def bernoulli_inclusion(p: np.ndarray, r: float) -> np.ndarray:
+    """Inclusion probabilities p̃_i = min(1, c p_i) with c chosen so that Σ p̃_i = r (r ≤ #{p_i > 0}).
+
+    ``min(1, r p_i)`` (c = r) sums to less than r as soon as some r p_i > 1; the capped features are kept
+    surely and c is raised so that the others make up the rest.
+
+    Examples
+    --------
+    >>> bernoulli_inclusion(np.array([0.7, 0.2, 0.1]), 2).round(6).tolist()
+    [1.0, 0.666667, 0.333333]
+    """
+    p = np.asarray(p, dtype=np.float64)
+    order = np.argsort(-p, kind="stable")
+    ps = p[order]
+    tail = np.cumsum(ps[::-1])[::-1]  # Σ_{i ≥ j} of the sorted p
+    for j in range(ps.size):  # the j largest are capped at 1; the rest get c p_i with c (tail_j) = r − j
+        if ps[j] <= 0:
+            break
+        c = (r - j) / tail[j]
+        if c * ps[j] <= 1.0:
+            break
+    pt = np.minimum(1.0, c * p)
+    pt[order[:j]] = 1.0
+    return pt
+
+
 def _sample_bernoulli(p: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    # keep i with probability p̃_i = min(1, r p_i), weight 1/sqrt(p̃_i) (digest, B3 scheme (b))
-    pt = np.minimum(1.0, r * p)
+    # keep i with probability p̃_i = min(1, c p_i), Σ p̃_i = r, weight 1/sqrt(p̃_i) (digest, B3 scheme (b))
+    pt = bernoulli_inclusion(p, r)
     idx = np.flatnonzero(rng.random(p.size) < pt)
     return idx, 1.0 / np.sqrt(pt[idx])
+
+
+def _sample_until_distinct(p: np.ndarray, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+    """I.i.d. draws from p until m distinct features have been drawn: (the m features, their counts, r draws).
+
+    Drawn without simulating the sequence: the order in which features first appear in an i.i.d. sequence is
+    successive sampling without replacement ∝ p, drawn at once with the keys log(u_i)/p_i (Efraimidis &
+    Spirakis 2006); after the j-th new feature the draws of already-seen features before the next new one
+    are geometric with success probability the unseen mass, and each lands on a seen feature ∝ p, which is
+    apportioned backwards by binomial thinning. O(d log d + m).
+    """
+    support = np.flatnonzero(p > 0)
+    keys = np.log(rng.random(support.size)) / p[support]
+    order = support[np.argsort(-keys, kind="stable")]
+    ps = p[order]
+    unseen = np.cumsum(ps[::-1])[::-1]  # mass not yet drawn before each first appearance (small terms first)
+    q = unseen[1:m]  # after the j-th new feature (j = 1..m−1)
+    if q.size and float(q.min()) < 1e-12:
+        raise DataError(
+            f"n_features_to_select={m} needs features whose leverage mass is {float(q.min()):.1e}: i.i.d. "
+            "sampling would take about 1e12 or more draws to reach them. Ask for fewer features, or use "
+            "scheme='top' or scheme='bernoulli'."
+        )
+    repeats = rng.geometric(q) - 1  # draws of already-seen features between the j-th and (j+1)-th new one
+    seen = np.cumsum(ps[:m])
+    counts = np.ones(m, dtype=np.int64)
+    carry = 0
+    for j in range(m - 2, -1, -1):  # repeats at stage j fall on features 0..j ∝ p
+        carry += int(repeats[j])
+        k = int(rng.binomial(carry, min(ps[j] / seen[j], 1.0))) if j > 0 else carry
+        counts[j] += k
+        carry -= k
+    return order[:m], counts, int(counts.sum())
 
 
 def _sample_top(p: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -290,13 +350,20 @@ class LeverageScoreSelector(BaseSelector):
 
     ``weights_`` holds the probabilities ``p_i = ‖(V_k)_(i)‖²/k`` from the top-``k`` right singular
     vectors; the support is the set of sampled features (duplicates merged), and ``scale_`` the merged
-    rescaling weights ``sqrt(c_i / (r p_i))``, which :meth:`transform` applies (``rescale=True``).
+    rescaling weights ``sqrt(c_i / (r p_i))`` (c_i the draws of feature i out of r), which :meth:`transform`
+    applies (``rescale=True``).
 
     Parameters
     ----------
     n_features_to_select : int, optional
-        ``r``: number of i.i.d. draws (``"iid"``), expected number kept (``"bernoulli"``) or number
-        kept (``"top"``). Default ``10 k``, the paper's practical choice.
+        The number of features kept. ``"iid"``: i.i.d. draws from p until that many distinct features have
+        been drawn (the paper's scheme, with r the number of draws this took, recorded in
+        ``weights_.info["n_draws"]``); ``"top"``: the largest p_i; ``"bernoulli"``: the **expected**
+        number kept (the count itself is random). Default ``min(10 k, n_features)``, the paper's practical
+        choice of 10 k.
+    n_draws : int, optional
+        ``scheme="iid"`` only, instead of ``n_features_to_select``: the paper's r, a fixed number of i.i.d.
+        draws; repeats are merged, so fewer than r features are kept.
     n_components : int
         ``k``, the number of clusters (the rank of ``V_k``); at most the numerical rank of ``X``.
     scheme : {"iid", "bernoulli", "top"}
@@ -315,7 +382,8 @@ class LeverageScoreSelector(BaseSelector):
     support_ : ndarray of bool (n_features,)
     scale_ : ndarray (n_selected,)
     sample_indices_, sample_weights_ : ndarray
-        The raw draws before merging duplicates.
+        The raw draws before merging duplicates (``n_draws``, ``"bernoulli"``, ``"top"``); with
+        ``n_features_to_select`` and ``"iid"`` the kept features and their merged weights.
     singular_values_ : ndarray (k,)
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -326,18 +394,20 @@ class LeverageScoreSelector(BaseSelector):
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40, 30)); X[:20, :3] += 6.0
-    >>> sel = LeverageScoreSelector(3, n_components=1, scheme="top").fit(X)
-    >>> sel.get_support(indices=True).tolist()
+    >>> LeverageScoreSelector(3, n_components=1, scheme="top").fit(X).get_support(indices=True).tolist()
     [0, 1, 2]
+    >>> int(LeverageScoreSelector(12, n_components=1).fit(X).get_support().sum())
+    12
     """
 
     _support_from_weights = False
     _accept_sparse = True
 
-    def __init__(self, n_features_to_select: int | None = None, *, n_components: int = 2,
-                 scheme: str = "iid", svd: str = "exact", center: bool = False, rescale: bool = True,
-                 seed: Any = 0) -> None:
+    def __init__(self, n_features_to_select: int | None = None, *, n_draws: int | None = None,
+                 n_components: int = 2, scheme: str = "iid", svd: str = "exact", center: bool = False,
+                 rescale: bool = True, seed: Any = 0) -> None:
         self.n_features_to_select = n_features_to_select
+        self.n_draws = n_draws
         self.n_components = n_components
         self.scheme = scheme
         self.svd = svd
@@ -349,25 +419,63 @@ class LeverageScoreSelector(BaseSelector):
         A, names = _as_matrix(X)
         if self.scheme not in _SCHEMES:
             raise DataError(f"scheme must be one of {sorted(_SCHEMES)}; got {self.scheme!r}.")
+        if self.n_draws is not None:
+            if self.n_features_to_select is not None:
+                raise DataError(
+                    f"pass n_features_to_select or n_draws, not both; got n_features_to_select="
+                    f"{self.n_features_to_select!r} and n_draws={self.n_draws!r}. n_features_to_select is the "
+                    "number kept; n_draws the paper's number of i.i.d. draws (repeats merged)."
+                )
+            if self.scheme != "iid":
+                raise DataError(
+                    f"n_draws applies to scheme='iid' only (a number of i.i.d. draws); got scheme={self.scheme!r}. "
+                    "Pass n_features_to_select instead."
+                )
+            _check_r(self.n_draws, A.shape[1], "iid", name="n_draws")
+        d = A.shape[1]
         k = check_n_components(self.n_components, min(A.shape), name="n_components",
                                what="min(n_samples, n_features)")
-        r = 10 * k if self.n_features_to_select is None else self.n_features_to_select
-        r = _check_r(r, A.shape[1], self.scheme)
         rng = _rng(self.seed)
         # scores straight from the small side (no d × k matrix V for the exact SVD of a wide X)
         fac = _factor(A, k, method=self.svd, center=self.center, rtol=None, rng=rng, scores_only=True)
         raw = fac.row_norms2()
         p, sigma = raw / raw.sum(), fac.sigma
-        idx, w = _SCHEMES[self.scheme](p, r, rng)
+        n_positive = int(np.count_nonzero(p > 0))
+        info: dict[str, Any] = {"n_components": k, "scheme": self.scheme, "svd": self.svd,
+                                "definition": "p_i = ||(V_k)_(i)||^2 / k (BMD 2009, Alg. 1)"}
+        if self.n_draws is not None:
+            r = int(self.n_draws)
+            idx, w = _sample_iid(p, r, rng)
+            info.update(r=r, n_draws=r)
+        else:
+            m = min(10 * k, d) if self.n_features_to_select is None else self.n_features_to_select
+            m = _check_r(m, d, "iid", name="n_features_to_select")
+            if m > d:  # a number kept: at most d for every scheme
+                raise DataError(
+                    f"n_features_to_select must be at most the number of features ({d}); got {m}. It is the number "
+                    f"of features kept; for the paper's r i.i.d. draws (repeats merged) pass n_draws={m} instead."
+                )
+            if self.scheme != "top" and m > n_positive:
+                raise DataError(
+                    f"n_features_to_select must be at most the number of features with non-zero leverage "
+                    f"({n_positive} of {d}) for scheme {self.scheme!r}; got {m}. Ask for fewer, or use scheme='top'."
+                )
+            if self.scheme == "iid":
+                idx, counts, r = _sample_until_distinct(p, m, rng)
+                w = np.sqrt(counts / (r * p[idx]))  # the merged sqrt(c_i / (r p_i)) of BMD's rescaling
+                info.update(r=r, n_draws=r)
+            else:
+                idx, w = _SCHEMES[self.scheme](p, m, rng)
+                info.update(r=m)
+                if self.scheme == "bernoulli":
+                    info["expected_kept"] = float(bernoulli_inclusion(p, m).sum())
         self.sample_indices_, self.sample_weights_ = idx, w
         uniq, merged = merge_duplicates(idx, w)
         self.support_ = np.zeros(A.shape[1], dtype=bool)
         self.support_[uniq] = True
         self.scale_ = merged
         self.singular_values_ = sigma
-        return FeatureWeights(p, "leverage_kmeans", feature_names=names,
-                              info={"n_components": k, "r": r, "scheme": self.scheme, "svd": self.svd,
-                                    "definition": "p_i = ||(V_k)_(i)||^2 / k (BMD 2009, Alg. 1)"})
+        return FeatureWeights(p, "leverage_kmeans", feature_names=names, info=info)
 
     def _transform(self, X: Any) -> Any:
         out = super()._transform(X)
@@ -392,7 +500,10 @@ def kmeans_feature_selection(X: Any, n_components: int, r: int | None = None, *,
     """Algorithm 1 of BMD 2009 followed by k-means on ``Ã``, repeated ``n_repeats`` times ("boosting"):
     the partition with the smallest objective on the **full** ``X`` is kept.
 
-    ``certified_ratio`` is ``F / ‖A − A_k‖²_F``, an upper bound on ``F / F_opt`` that needs no optimum.
+    ``r`` is the paper's r: the number of i.i.d. draws for ``scheme="iid"`` (repeats merged, so at most r
+    features are kept), the number kept for ``"top"`` and its expectation for ``"bernoulli"``; by default
+    10 k features are kept (see :class:`LeverageScoreSelector`). ``certified_ratio`` is
+    ``F / ‖A − A_k‖²_F``, an upper bound on ``F / F_opt`` that needs no optimum.
 
     Examples
     --------
@@ -408,7 +519,8 @@ def kmeans_feature_selection(X: Any, n_components: int, r: int | None = None, *,
     best: KMeansSelectionResult | None = None
     lower = svd_lower_bound(A, n_clusters)
     for _ in range(n_repeats):
-        sel = LeverageScoreSelector(r, n_components=n_clusters, scheme=scheme, svd=svd, seed=rng).fit(A)
+        count = {"n_draws": r} if scheme == "iid" and r is not None else {"n_features_to_select": r}
+        sel = LeverageScoreSelector(**count, n_components=n_clusters, scheme=scheme, svd=svd, seed=rng).fit(A)
         At = sel.transform(A)
         km = kmeans(At, n_clusters, n_init=n_init, seed=rng)
         F = kmeans_objective(A, km.labels)
