@@ -267,8 +267,24 @@ class SaveLoadMixin:
                     f"{where} is inconsistent: components_ has {components.shape[1]} columns but n_features_in_ "
                     f"is {n_features}. Fit and save the estimator again."
                 )
+        _check_params_against_posterior(est, where)
         _check_against_posterior(est, meta["arrays"], where)
         return est
+
+
+def _check_params_against_posterior(est: Any, where: str) -> None:
+    """The saved ``n_components`` parameter must be the fitted result's (a file edited into another number would
+    otherwise load an estimator that refits, clones and reports one size and transforms with another)."""
+    post = getattr(est, "posterior_", None)
+    params = est.get_params(deep=False)
+    if post is None or params.get("n_components") is None:  # None: the estimator chooses it from the data
+        return
+    fitted = post.hyperparameters.get("n_components")
+    if isinstance(fitted, int) and not isinstance(fitted, bool) and params["n_components"] != fitted:
+        raise DataError(
+            f"{where} is inconsistent: n_components={params['n_components']!r} in its parameters, but its posterior_ "
+            f"has {fitted}. Fit and save the estimator again."
+        )
 
 
 def _check_against_posterior(est: Any, arrays: list[str], where: str) -> None:

@@ -804,6 +804,9 @@ class Posterior:
                 if site not in fitted:
                     raise DataError(f"{str(path)!r} is inconsistent: fitted site {site!r} has no family.")
                 fitted[site][param] = v
+        _check_fitted_shapes(path, meta, fitted)
+        _check_header_model(path, meta)
+        _check_n_components(path, meta)
         post = cls(
             model=meta["model"],
             method=meta["method"],
@@ -820,6 +823,7 @@ class Posterior:
             alignment=meta.get("alignment"),
         )
         post.relabel_permutations = data.get("relabel_permutations")
+        _check_adoptable(path, post)
         return post
 
     # ------------------------------------------------------------------ notebooks
@@ -1003,6 +1007,122 @@ def _check_shapes(
                 f"{str(path)!r} is inconsistent: site {site!r} has shape {tuple(got)} (per draw) but its dims "
                 f"{tuple(site_dims)} have {tuple(expected)} labels. Save the result again."
             )
+
+
+# The parameter of each fitted family that has the site's shape; the others broadcast to it (a Wishart's
+# degrees of freedom to the shape without its last two axes).
+_SHAPED_PARAMETER = {"point": "value", "dirichlet": "concentration", "gamma": "concentration", "normal": "loc",
+                     "wishart": "scale"}
+
+
+def _check_fitted_shapes(path: Path, meta: dict[str, Any], fitted: dict[str, dict[str, Any]]) -> None:
+    """Every fitted distribution's parameters have the shape its site's dims and labels say (the point
+    estimates are checked by :func:`_check_shapes`; this covers the Dirichlet, gamma, normal and Wishart
+    parameters of variational results too)."""
+    coords, dims = meta["coords"], meta["dims"]
+    for site, spec in fitted.items():
+        main = _SHAPED_PARAMETER.get(spec["family"])
+        site_dims = dims.get(site)
+        if main is None or main not in spec:
+            raise DataError(
+                f"{str(path)!r} is inconsistent: fitted site {site!r} ({spec['family']}) has no {main!r} parameter. "
+                "Save the result again."
+            )
+        shape = tuple(np.shape(spec[main]))
+        if site_dims is not None:
+            expected = [len(coords[d]) if d in coords else None for d in site_dims]
+            wrong = any(e is not None and e != g for e, g in zip(expected, shape, strict=False))
+            if len(shape) != len(expected) or wrong:
+                raise DataError(
+                    f"{str(path)!r} is inconsistent: site {site!r} has shape {shape} ({spec['family']} {main}) but its "
+                    f"dims {tuple(site_dims)} have {tuple(expected)} labels. Save the result again."
+                )
+        for param, value in spec.items():
+            if param in ("family", main):
+                continue
+            target = shape[:-2] if spec["family"] == "wishart" and param == "dof" else shape
+            try:
+                ok = np.broadcast_shapes(np.shape(value), target) == target
+            except ValueError:
+                ok = False
+            if not ok:
+                raise DataError(
+                    f"{str(path)!r} is inconsistent: site {site!r} has {main} of shape {shape} but {param} of shape "
+                    f"{np.shape(value)}. Save the result again."
+                )
+
+
+def _model_class(name: str) -> type | None:
+    """The model class called ``name``: a built-in (``latentfs.models``) or one whose engines this process has
+    registered; None for any other name (a result built by hand, or a model whose module is not imported)."""
+    import latentfs.models as models
+    from latentfs.core.registry import _ENGINES
+
+    cls = getattr(models, name, None)
+    if isinstance(cls, type):
+        return cls
+    return next((c for c, _ in _ENGINES if c.__name__ == name), None)
+
+
+def _check_header_model(path: Path, meta: dict[str, Any]) -> type | None:
+    """A header naming a model latentfs knows must name a method of that model; returns the class (None for a
+    model latentfs does not know, whose result is loaded as it is)."""
+    from latentfs.core.registry import methods_for
+
+    name, method = meta["model"], meta["method"]
+    if not isinstance(name, str) or not isinstance(method, str):
+        raise DataError(
+            f"{str(path)!r} is inconsistent: its header's model and method must be names; got {name!r} and "
+            f"{method!r}. Save the result again."
+        )
+    cls = _model_class(name)
+    if cls is None:
+        return None
+    methods = methods_for(cls)
+    if method not in methods:
+        raise DataError(
+            f"{str(path)!r} names model {name!r} fitted by method {method!r}, which {name} has no engine for (its "
+            f"methods: {methods}). The header does not describe these arrays: save the result again."
+        )
+    return cls
+
+
+# The dim that indexes a model's components, by name (mixtures and topic models, factor analysis, latent traits).
+_COMPONENT_DIMS = ("component", "factor", "trait")
+
+
+def _check_n_components(path: Path, meta: dict[str, Any]) -> None:
+    """The header's ``n_components`` (``max_components`` for a model whose number of components varies) is the
+    number of labels of the component dim, whose arrays :func:`_check_shapes` has checked."""
+    hyper, coords = meta["hyperparameters"], meta["coords"]
+    key = "max_components" if "max_components" in hyper else "n_components"
+    k = hyper.get(key) if isinstance(hyper, dict) else None
+    if k is None:
+        return
+    dim = next((d for d in _COMPONENT_DIMS if d in coords), None)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise DataError(f"{str(path)!r} is inconsistent: its header gives {key}={k!r}. Save the result again.")
+    if dim is not None and len(coords[dim]) != k:
+        raise DataError(
+            f"{str(path)!r} is inconsistent: {key}={k} in its header, but its arrays have {len(coords[dim])} {dim}s. "
+            "Save the result again."
+        )
+
+
+def _check_adoptable(path: Path, post: Posterior) -> None:
+    """A result whose model has a new-data estimator must be one that estimator can take (the sites it reads,
+    with their shapes): a header naming another model than the arrays' would otherwise load and transform."""
+    from latentfs.core.registry import new_data_estimator
+
+    if new_data_estimator(post.model) is None:
+        return
+    try:
+        post.estimator()
+    except Exception as exc:  # any failure means the arrays are not a result of the named model
+        raise DataError(
+            f"{str(path)!r} names model {post.model!r}, but its arrays are not a {post.model} result "
+            f"({type(exc).__name__}: {exc}). Save the result again."
+        ) from None
 
 
 def load(path: str | Path, *, max_bytes: float | None = None) -> Posterior:

@@ -170,3 +170,64 @@ def saved(tmp_path_factory):
         "fa": latentfs.fit(latentfs.FactorAnalysis(2), X, method="em", seed=0, warn=False),
     }
     return {k: Path(v.save(tmp / k)) for k, v in fits.items()}, tmp
+
+
+def test_a_header_naming_a_model_without_that_method_is_refused(saved):
+    paths, tmp = saved
+    bad = _rewrite(paths["dca"], tmp / "dca-as-plsa.npz", lambda m: m.update(model="PLSA"))
+    with pytest.raises(DataError, match=r"names model 'PLSA' fitted by method 'vb', which PLSA has no engine for"):
+        latentfs.load(bad)
+    not_a_name = _rewrite(paths["dca"], tmp / "dca-as-list.npz", lambda m: m.update(model=["DirichletDCA"]))
+    with pytest.raises(DataError, match=r"header's model and method must be names; got \['DirichletDCA'\]"):
+        latentfs.load(not_a_name)
+
+
+def test_a_header_naming_another_model_with_that_method_is_refused(saved):
+    paths, tmp = saved
+    bad = _rewrite(paths["gm"], tmp / "gm-as-fa.npz", lambda m: m.update(model="FactorAnalysis"))
+    with pytest.raises(DataError, match=r"names model 'FactorAnalysis', but its arrays are not a FactorAnalysis result"):
+        latentfs.load(bad)
+
+
+@pytest.mark.parametrize(("which", "dim"), [("dca", "component"), ("gm", "component"), ("fa", "factor")])
+def test_a_header_with_another_n_components_than_its_arrays_is_refused(saved, which, dim):
+    paths, tmp = saved
+
+    def edit(meta):
+        meta["hyperparameters"]["n_components"] = 5
+
+    bad = _rewrite(paths[which], tmp / f"{which}-k5.npz", edit)
+    with pytest.raises(DataError, match=rf"n_components=5 in its header, but its arrays have 2 {dim}s"):
+        latentfs.load(bad)
+
+
+def test_a_header_whose_labels_disagree_with_a_fitted_distribution_is_refused(saved):
+    paths, tmp = saved
+
+    def edit(meta):
+        meta["coords"]["component"] = ["c0", "c1", "c2"]
+        meta["hyperparameters"]["n_components"] = 3
+
+    bad = _rewrite(paths["dca"], tmp / "dca-3-labels.npz", edit)
+    with pytest.raises(DataError, match=r"site 'topic_word' has shape \(2, 10\) .*dims \('component', 'feature'\) "
+                                        r"have \(3, 10\) labels"):
+        latentfs.load(bad)
+
+
+def test_saved_results_of_every_kind_still_load(saved):
+    paths, _ = saved
+    for path in paths.values():
+        post = latentfs.load(path)
+        assert post.sites
+
+
+def test_an_estimator_file_whose_parameters_disagree_with_its_result_is_refused(tmp_path):
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    path = latentfs.FactorAnalyzer(2).fit(X).save(tmp_path / "fa")
+
+    def edit(meta):
+        meta["params"]["n_components"] = 3
+
+    bad = _rewrite(path, tmp_path / "fa-3.npz", edit)
+    with pytest.raises(DataError, match=r"n_components=3 in its parameters, but its posterior_ has 2"):
+        latentfs.FactorAnalyzer.load(bad)

@@ -111,7 +111,15 @@ class FactorAnalyzer(LatentEstimator):
 
     def _after_fit(self, X: Any) -> None:
         post = self.posterior_
-        self.components_ = np.asarray(post.mean("loadings")).T.copy()
+        loadings = np.asarray(post.mean("loadings"))
+        if loadings.ndim != 2:  # e.g. a mixture of factor analysers' (K, d, q) loadings
+            from latentfs.core.data import DataError
+
+            raise DataError(
+                f"a FactorAnalyzer takes a factor-analysis result, whose loadings are (features, factors); these are "
+                f"{loadings.shape} (a {post.model} result). Use the estimator of that model."
+            )
+        self.components_ = loadings.T.copy()
         self.noise_variance_ = np.asarray(post.mean("noise_variance"), dtype=np.float64)
         self.mean_ = np.asarray(post.mean("mean"), dtype=np.float64)
 
