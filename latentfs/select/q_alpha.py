@@ -655,7 +655,7 @@ def supervised_q_alpha(X: Any, y: Any, *, variant: str = "literal", k_within: in
 # selectors
 # ---------------------------------------------------------------------------------------------
 class _QAlphaSelectorMixin:
-    """Support by top-k (int), by the largest weight gap (``"gap"``), or all features (None)."""
+    """Support by top-k (int), by the largest weight gap (``"gap"``, the default), or all features (None)."""
 
     def _support_from(self, weights: FeatureWeights) -> np.ndarray:
         k = getattr(self, "n_features_to_select", None)
@@ -671,8 +671,11 @@ class QAlpha(_QAlphaSelectorMixin, BaseSelector):
 
     Parameters
     ----------
-    n_features_to_select : int, "gap" or None
-        Keep the top-k weights, those above the largest gap, or all (None).
+    n_features_to_select : int, "gap" or None, default "gap"
+        Keep the top-k weights, those above the largest gap in the sorted α (:func:`select_by_gap`), or all
+        (None; use ``weights_`` as soft weights then). Wolf & Shashua give no cut-off rule: they observe
+        "a sharp break at the border of the relevant set" in the sorted α and keep a hand-chosen top N
+        (12 or 20 in their experiments); the default cuts at that break, so a default fit selects.
     n_components : int
         ``k``, the number of eigenvectors of Q (the paper uses 2 for images, 6 for gene expression).
     variant, init, max_iter, tol, solver, center, laplacian_shift, stop, n_init
@@ -703,7 +706,7 @@ class QAlpha(_QAlphaSelectorMixin, BaseSelector):
     _accept_sparse = True
     _min_samples = 2
 
-    def __init__(self, n_features_to_select: int | str | None = None, *, n_components: int = 2,
+    def __init__(self, n_features_to_select: int | str | None = "gap", *, n_components: int = 2,
                  variant: str = "power", init: Any = "pca", max_iter: int = 100, tol: float = 1e-6,
                  solver: str = "auto", center: bool = True, laplacian_shift: Any = "max_diag",
                  seed: Any = 0, stop: str = "alpha", n_init: int = 1) -> None:
@@ -750,7 +753,8 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
 
     Parameters
     ----------
-    n_features_to_select : int, "gap" or None
+    n_features_to_select : int, "gap" or None, default "gap"
+        As in :class:`QAlpha`: by default the features above the largest gap in the sorted α.
     variant, k_within, k_between, between_weight, normalize, max_iter, tol, solver
         As in :func:`supervised_q_alpha` (``between_weight`` is the paper's between-class penalty γ).
 
@@ -777,7 +781,7 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
     _requires_y = True
     _min_samples = 2
 
-    def __init__(self, n_features_to_select: int | str | None = None, *, variant: str = "indicator",
+    def __init__(self, n_features_to_select: int | str | None = "gap", *, variant: str = "indicator",
                  k_within: int = 2, k_between: int = 1, between_weight: float = 0.5, normalize: str = "global",
                  max_iter: int = 100, tol: float = 1e-6, solver: str = "auto") -> None:
         self.n_features_to_select = n_features_to_select

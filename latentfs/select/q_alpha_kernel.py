@@ -194,7 +194,9 @@ class KernelQAlpha(_QAlphaSelectorMixin, BaseSelector):
 
     Parameters
     ----------
-    n_features_to_select : int, "gap" or None
+    n_features_to_select : int, "gap" or None, default "gap"
+        As in :class:`~latentfs.select.q_alpha.QAlpha`: by default the features above the largest gap in
+        the sorted α (the paper's "sharp break"); None keeps all.
     n_components : int
         ``k``, the number of columns of the implicit basis Q.
     kernel : {"linear", "polynomial", "rbf", "sections"} or callable
@@ -241,7 +243,7 @@ class KernelQAlpha(_QAlphaSelectorMixin, BaseSelector):
     _min_samples = 2
     _min_features = 2  # one feature has no feature kernel to centre
 
-    def __init__(self, n_features_to_select: int | str | None = None, *, n_components: int = 2,
+    def __init__(self, n_features_to_select: int | str | None = "gap", *, n_components: int = 2,
                  kernel: Any = "polynomial", degree: int = 2, gamma: float = 1.0, coef0: float = 0.0,
                  section_size: int = 8, center: bool = False, feature_center: bool = True,
                  normalize: bool = True, init: Any = "pca", max_iter: int = 100, tol: float = 1e-6,

@@ -74,3 +74,23 @@ def test_leverage_errors():
         LeverageScoreSelector(n_draws=10, n_components=2, scheme="top").fit(X)
     with pytest.raises(DataError, match="n_draws must be a positive integer; got 0"):
         LeverageScoreSelector(n_draws=0, n_components=2).fit(X)
+
+
+# ---- Q-α selects by default -----------------------------------------------------------------------
+def test_q_alpha_selectors_select_by_default():
+    # Wolf & Shashua report "a sharp break at the border of the relevant set" in the sorted α and give no
+    # cut-off; the default is now that break (n_features_to_select="gap"), not every feature.
+    from latentfs.select.q_alpha import QAlpha, SupervisedQAlpha
+    from latentfs.select.q_alpha_kernel import KernelQAlpha
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 30))
+    y = np.repeat([0, 1], 30)
+    X[:30, :4] += 3.0  # four relevant features: two clusters along them
+    for sel in (QAlpha(), KernelQAlpha(), SupervisedQAlpha()):
+        assert sel.n_features_to_select == "gap"
+    kept = QAlpha().fit(X).get_support(indices=True).tolist()
+    assert kept == [0, 1, 2, 3]
+    assert SupervisedQAlpha().fit(X, y).get_support(indices=True).tolist() == [0, 1, 2, 3]
+    assert 0 < KernelQAlpha().fit(X).get_support().sum() < 30
+    assert QAlpha(None).fit(X).get_support().all()  # every feature on request (soft selection: use weights_)
