@@ -208,6 +208,8 @@ def test_vb_gamma_can_be_fixed_and_is_checked(dm_corpus):
     grouped = latentfs.DirichletDCA(3, groups=np.repeat([0, 1], 30))
     with pytest.raises(DataError, match="learns one symmetric γ; got a grouped model or a vector γ"):
         latentfs.fit(grouped, X, method="vb", learn_gamma=True, theta_update="full")
+    with pytest.raises(DataError, match="doc_restart=True with learn_gamma=True: documents restarted every cycle"):
+        latentfs.fit(latentfs.DirichletDCA(3), X, method="vb", learn_gamma=True, theta_update="full", doc_restart=True)
     # a grouped model (or a vector γ) keeps its γ by default
     kept = latentfs.fit(grouped, X, method="vb", seed=0, max_iter=30, warn=False)
     assert "learned" not in kept.hyperparameters
