@@ -720,16 +720,26 @@ class Posterior:
         columns = ["entry", "kind", "mean", "sd", lo_name, hi_name, "ess_bulk", "ess_tail", "r_hat"]
         return pd.DataFrame(rows, columns=columns).set_index("entry")
 
-    def to_inference_data(self, num_draws: int = 200, *, seed: int = 0) -> Any:
-        """ArviZ ``InferenceData`` with named dims and coords; fitted distributions are drawn from.
+    def to_inference_data(self, num_draws: int | None = None, *, seed: int = 0) -> Any:
+        """ArviZ ``InferenceData`` with named dims and coords, holding what the result is.
 
-        A point estimate is exported as one draw of one chain, and the posterior group's attribute
-        ``latentfs_kind`` says ``"point"``: ArviZ's summaries of it are not credible intervals.
+        A sampler's draws form the ``posterior`` group (with ``sample_stats`` and the pointwise
+        ``log_likelihood``). A fitted (variational) distribution is exported as its parameters, in a group
+        ``variational`` with one variable per parameter, ``<site>.<parameter>`` (for example
+        ``topic_word.concentration``), and no draws: ``num_draws`` draws from it (and the pointwise
+        log-likelihood of the fit's own draws from q) are added to ``posterior`` only when asked for, so a VB
+        result's file stays the size of its parameters. A point estimate is exported as one draw of one chain,
+        and the posterior group's attribute ``latentfs_kind`` says ``"point"``: ArviZ's summaries of it are not
+        credible intervals.
         """
         import arviz as az
 
-        posterior = {site: self.samples(site, num_draws, seed=seed) for site in self.sites}
-        if self.kind() == "mixed":
+        if num_draws is not None:
+            check_int("num_draws", num_draws, low=1, remedy="Ask for at least one draw, or None for none.")
+        fitted = [s for s in self.sites if self.kind(s) == "distribution"]
+        shown = [s for s in self.sites if s not in fitted or num_draws is not None]
+        posterior = {site: self.samples(site, num_draws or 1, seed=seed) for site in shown}
+        if len({v.shape[:2] for v in posterior.values()}) > 1:
             # ArviZ needs one (chain, draw) grid: repeat points and fitted draws onto the longest one.
             chains = max(v.shape[0] for v in posterior.values())
             draws = max(v.shape[1] for v in posterior.values())
@@ -737,9 +747,9 @@ class Posterior:
                 k: np.broadcast_to(v, (chains, draws, *v.shape[2:])) if v.shape[:2] != (chains, draws) else v
                 for k, v in posterior.items()
             }
-        dims = {site: list(self.dims.get(site, ())) for site in self.sites}
+        dims = {site: list(self.dims.get(site, ())) for site in shown}
         kwargs: dict[str, Any] = {}
-        log_lik = self.pointwise_log_likelihood()
+        log_lik = self.pointwise_log_likelihood() if not fitted or num_draws is not None else None
         if log_lik is not None and self.kind() != "point":
             observed = self.diagnostics.get("observed_site", "counts")
             kwargs["log_likelihood"] = {observed: log_lik}
@@ -749,9 +759,41 @@ class Posterior:
         attrs = {"latentfs_model": self.model, "latentfs_method": self.method, "latentfs_kind": self.kind()}
         if self.alignment is not None:
             attrs["latentfs_alignment"] = json.dumps(self.alignment)
-        idata = az.from_dict(posterior=posterior, dims=dims, coords=self.coords, **kwargs)
-        idata.posterior.attrs.update(attrs)
+        idata = az.from_dict(posterior=posterior or None, dims=dims, coords=self.coords, **kwargs)
+        if fitted:
+            idata.add_groups(variational=self._variational_dataset(fitted))
+            idata.variational.attrs.update(attrs)
+        if posterior:
+            idata.posterior.attrs.update(attrs)
         return idata
+
+    def _variational_dataset(self, sites: list[str]) -> Any:
+        """The parameters of the fitted distributions of ``sites`` as an xarray Dataset, named by the site's dims
+        where a parameter has the site's shape (else ``<site>.<parameter>_dim_<i>``); the family is an attribute."""
+        import xarray as xr
+
+        variables = {}
+        for site in sites:
+            spec = self._fitted[site]
+            site_dims = list(self.dims.get(site, ()))
+            for name, value in spec.items():
+                if name == "family":
+                    continue
+                arr = np.asarray(value)
+                key = f"{site}.{name}"
+                if arr.ndim == len(site_dims) and all(
+                    d not in self.coords or len(self.coords[d]) == n for d, n in zip(site_dims, arr.shape, strict=True)
+                ):
+                    arr_dims = site_dims
+                elif arr.ndim and arr.ndim <= len(site_dims) and list(arr.shape) == [
+                    len(self.coords.get(d, ())) for d in site_dims[: arr.ndim]
+                ]:
+                    arr_dims = site_dims[: arr.ndim]
+                else:
+                    arr_dims = [f"{key}_dim_{i}" for i in range(arr.ndim)]
+                variables[key] = xr.Variable(arr_dims, arr, attrs={"family": spec["family"], "site": site})
+        coords = {d: self.coords[d] for d in {d for v in variables.values() for d in v.dims} if d in self.coords}
+        return xr.Dataset(variables, coords=coords)
 
     def __repr__(self) -> str:
         if self._draws:

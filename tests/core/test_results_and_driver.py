@@ -205,7 +205,7 @@ def test_chapter_schedule_never_decreases_and_options_are_checked(corpus):
     trace = result.trace[0]
     assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace).max())
     assert seen == trace.tolist()
-    with pytest.raises(DataError, match="doc_restart must be True or False; got 'yes'"):
+    with pytest.raises(DataError, match="doc_restart must be True, False or None \\(automatic\\); got 'yes'"):
         latentfs.fit(latentfs.DirichletDCA(3), corpus["counts"], method="vb", doc_restart="yes")
     with pytest.raises(DataError, match=r"inner_iters must be an integer ≥ 1; got 0"):
         latentfs.fit(latentfs.DirichletDCA(3), corpus["counts"], method="vb", inner_iters=0)
