@@ -129,8 +129,12 @@ def fit_em(
     callback: Any = None,
 ) -> dict[str, Any]:
     """Baum–Welch with restarts on a prepared family; the run with the highest final ℓ is kept."""
+    from latentfs.inference.mixture.families import scaled_reg
+
     opts = check_optimizer_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed, reg_covar=reg_covar)
-    reg = opts["reg_covar"]
+    # the floor is relative to each column's variance, so a fit of c·X is the fit of X scaled (an absolute 1e-6
+    # floor decoded the states of daily returns × 1e-8 at chance)
+    reg: Any = scaled_reg(fam.emission, opts["reg_covar"]) if not fam.categorical else opts["reg_covar"]
     gen = make_generator(seed)
 
     def one(_: int) -> Any:
@@ -148,7 +152,35 @@ def fit_em(
     best, runs = run_restarts(1 if isinstance(init, dict) else int(n_init), one, warn=warn,
                               desc=f"EM {type(fam.model).__name__}",
                               remedies="raise max_iter, loosen tol, or raise n_init")
-    return {"params": best.state, "run": best, "runs": runs, "fb": e_step(fam, best.state)}
+    return {"params": best.state, "run": best, "runs": runs, "fb": e_step(fam, best.state), "reg": reg}
+
+
+def _collapsed_states(fam: HMMFamily, out: dict[str, Any], reg_covar: float, warn: bool) -> list[dict[str, Any]] | None:
+    """States whose emission variance sits at the floor (None for categorical emissions), with a warning.
+
+    A state on rows that tie (returns of exactly 0 on market holidays) has a likelihood limited only by the
+    floor: a degenerate maximiser, not a better fit, which information criteria would reward (the mixture
+    family's check, :func:`latentfs.inference.mixture.em.collapsed_components`, on the emission parameters)."""
+    if fam.categorical:
+        return None
+    from latentfs.inference.mixture.em import CollapsedComponentWarning, collapsed_components
+
+    found = collapsed_components(fam.emission, out["params"]["emission"], out["reg"], reg_covar)
+    for entry in found:
+        entry["state"] = entry.pop("component")
+    if found and warn:
+        parts = "; ".join(f"state {c['state']} has variance {c['relative_variance']:.2g} × the column variance "
+                          f"along {c['feature']!r}" for c in found)
+        warnings.warn(
+            f"EM kept a fit with collapsed state(s): {parts}. Such a state sits on rows that tie in that feature "
+            "(exact zeros, a rounded or censored value) and its likelihood is limited only by reg_covar="
+            f"{reg_covar:g}: a degenerate maximiser, not a better fit, and its log-likelihood and BIC are "
+            "inflated. Use fewer states, a larger reg_covar, add jitter to the tied values, or method='vb' / "
+            "'gibbs' with a proper prior.",
+            CollapsedComponentWarning,
+            stacklevel=3,
+        )
+    return found
 
 
 def information_criteria(loglik: float, n_params: int, n: int) -> dict[str, float]:
@@ -232,6 +264,10 @@ def _em_engine(
         "reg_covar": float(reg_covar),
         **information_criteria(ll, n_params, fam.n),
     }
+    collapsed = _collapsed_states(fam, out, float(reg_covar), warn)
+    if collapsed is not None:
+        diag["collapsed_states"] = collapsed
+        diag["degenerate"] = bool(collapsed)
     params = fam.export(out["params"])
     return Posterior(
         model=type(model).__name__,
