@@ -21,8 +21,12 @@ exactly what it computes in the sequential loop: the draws are identical for the
 What differs from ``"sequential"``:
 
 * warnings raised inside a chain are recorded there and raised again in the calling process, once each;
-* Ctrl-C reaches the worker processes too (they share the terminal's process group); each returns the
-  draws it had made, as the sequential loop does. A chain on a remote cluster cannot be interrupted: it is
+* Ctrl-C stops every chain: each returns the draws it had made, as the sequential loop does, and the call returns
+  them (or raises ``KeyboardInterrupt`` when no chain had kept a draw). The calling process passes its Ctrl-C on
+  to its local workers, so a SIGINT to it alone (a notebook's interrupt button) stops them as a terminal's Ctrl-C
+  to the whole process group does; a worker that has not returned ``_GRACE`` seconds later, or after a second
+  Ctrl-C, is stopped and its chain dropped. A worker between tasks, or still starting, ignores Ctrl-C, so the
+  pool survives it (no ``BrokenProcessPool``). A chain on a remote cluster cannot be interrupted: it is
   cancelled, and the chains that had finished are kept;
 * on the local pool the first chain (restart) runs in the calling process while the others run in workers;
 * each local worker runs torch and BLAS with ``torch.get_num_threads() // (workers + 1)`` threads (at least one).
@@ -34,6 +38,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -48,6 +55,10 @@ __all__ = [
 CHAIN_METHODS = ("auto", "sequential", "threads", "parallel")
 _METHOD: ContextVar[str] = ContextVar("latentfs_chain_method", default="auto")
 _IDLE_TIMEOUT = 60  # seconds a local worker pool waits for the next fit before its processes exit
+# Seconds the local workers get, after Ctrl-C, to return what they have made before they are stopped: a chain
+# or an optimiser returns at its next step, unless one step runs longer in compiled code.
+_GRACE = 10.0
+_RESEND = 0.5
 
 
 def check_chain_method(value: Any) -> str:
@@ -84,18 +95,109 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _in_worker(fn: Callable[..., Any], args: tuple[Any, ...], n_threads: int) -> tuple[Any, list[Any]]:
-    """Run ``fn(*args)`` in a worker with ``n_threads`` torch threads, recording its warnings."""
+def _worker_start() -> None:
+    """Initializer of each local worker process: ignore Ctrl-C while waiting for a task (a terminal's Ctrl-C reaches
+    every process of its group, and a worker stopped between tasks would break the pool). Workers started by a fit
+    already ignore it from their first instruction (:func:`_spawning_ignores_sigint`); this covers the ones the
+    pool restarts by itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _first_interrupt_only() -> Iterator[None]:
+    """In a local worker, during one task: the first SIGINT raises ``KeyboardInterrupt`` (the task returns what it
+    has made), later ones are ignored (the terminal's Ctrl-C and the one the calling process passes on may both
+    arrive, and the second must not cut the return short)."""
+    if threading.current_thread() is not threading.main_thread():  # pragma: no cover - loky runs tasks in main
+        yield
+        return
+    fired = False
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _in_worker(
+    fn: Callable[..., Any], args: tuple[Any, ...], n_threads: int, interruptible: bool = False
+) -> tuple[Any, list[Any]]:
+    """Run ``fn(*args)`` in a worker with ``n_threads`` torch threads, recording its warnings; ``interruptible``:
+    a local worker process, where SIGINT is ignored between tasks and raised once inside one."""
     import torch
     from threadpoolctl import threadpool_limits
 
     limits = contextlib.nullcontext() if n_threads <= 0 else threadpool_limits(n_threads)
     if n_threads > 0:
         torch.set_num_threads(n_threads)
-    with limits, warnings.catch_warnings(record=True) as caught:
+    interrupts = _first_interrupt_only() if interruptible else contextlib.nullcontext()
+    with interrupts, limits, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = fn(*args)
     return out, [(w.category, str(w.message)) for w in caught]
+
+
+class _CtrlC:
+    """While a fit waits for its local workers: Ctrl-C in the calling process is counted, passed on to the workers
+    (the first time: a SIGINT to this process alone, as a notebook's interrupt sends, reaches no worker otherwise)
+    and raised here as ``KeyboardInterrupt``, as Python's own handler does. Installed only in the main thread and
+    only over Python's default handler."""
+
+    def __init__(self, executor: Any) -> None:
+        self.executor = executor
+        self.count = 0
+        self._previous: Any = None
+
+    def __enter__(self) -> _CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            current = signal.getsignal(signal.SIGINT)
+            if current is signal.default_int_handler:
+                self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.count += 1
+        if self.count == 1:
+            self.pass_on()
+        raise KeyboardInterrupt
+
+    def pass_on(self) -> None:
+        """SIGINT to every worker process of the pool (a worker between tasks ignores it)."""
+        for pid in list(getattr(self.executor, "_processes", {}) or {}):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def _spawning_ignores_sigint() -> Iterator[None]:
+    """SIGINT ignored while submitting, which starts the pool's missing workers: a process started with SIGINT
+    ignored keeps it ignored (Python then installs no KeyboardInterrupt handler), so a Ctrl-C while a worker starts
+    (imports, before any task) cannot kill it and break the pool. A Ctrl-C in these few milliseconds is lost."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _stop_workers(executor: Any) -> None:
+    """Stop the pool's worker processes now (their tasks' results are lost); the next fit starts a new pool."""
+    with contextlib.suppress(Exception):
+        executor.shutdown(wait=True, kill_workers=True)
 
 
 def _reraise(records: list[Any], seen: set[tuple[Any, str]]) -> None:
@@ -122,53 +224,67 @@ def run_tasks(
     client = distributed_client()
     if client is not None:
         return _run_on_client(client, fn, args, on_done, seen)
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     from joblib.externals.loky import get_reusable_executor
 
     workers = max(1, min(len(args) - 1, available_cores()))
     import torch
 
     threads = max(1, torch.get_num_threads() // (workers + 1))
-    executor = get_reusable_executor(max_workers=workers, timeout=_IDLE_TIMEOUT)
-    futures = {executor.submit(_in_worker, fn, a, threads): i for i, a in enumerate(args) if i > 0}
-    pending = set(futures)
+    executor = get_reusable_executor(max_workers=workers, timeout=_IDLE_TIMEOUT, initializer=_worker_start)
     interrupted = False
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    try:  # task 0 here (it returns what it has on Ctrl-C, as the workers do)
-        out, records = _in_worker(fn, args[0], 0)
-        _reraise(records, seen)
-        on_done(0, out)
-    except KeyboardInterrupt:
-        interrupted = True
-    if interrupted:  # Ctrl-C outside the task's own loop: collect what the workers return, briefly
-        done, pending = wait(pending, timeout=30)
-        for f in pending:
-            f.cancel()
-        pending = set(done)
-
-    while pending:
-        try:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-        except KeyboardInterrupt:
-            interrupted = True
-            # The workers got the same Ctrl-C and are returning what they have; wait for them briefly.
-            done, pending = wait(pending, timeout=30)
-            for f in pending:
-                f.cancel()
-            pending = set()
-        for f in done:
-            exc = f.exception()
-            if exc is not None:
-                if isinstance(exc, KeyboardInterrupt):
-                    interrupted = True
-                    continue
-                for g in pending:
-                    g.cancel()
-                raise exc
-            out, records = f.result()
+    with _CtrlC(executor) as ctrl_c:
+        with _spawning_ignores_sigint():
+            futures = {executor.submit(_in_worker, fn, a, threads, True): i for i, a in enumerate(args) if i > 0}
+        pending = set(futures)
+        try:  # task 0 here (it returns what it has on Ctrl-C, as the workers do)
+            out, records = _in_worker(fn, args[0], 0)
             _reraise(records, seen)
-            on_done(futures[f], out)
-    return interrupted
+            on_done(0, out)
+        except KeyboardInterrupt:
+            interrupted = True  # Ctrl-C outside the task's own loop
+        deadline: float | None = None
+        while pending:
+            if (interrupted or ctrl_c.count) and deadline is None:
+                # Ctrl-C: tasks not begun are dropped; the running ones return what they have
+                if not ctrl_c.count:  # the interrupt did not pass through the handler (another thread's, say)
+                    ctrl_c.pass_on()
+                interrupted = True
+                deadline = time.monotonic() + _GRACE
+                for f in pending:
+                    f.cancel()
+            # after Ctrl-C, the SIGINT is passed on again every _RESEND seconds: a worker that was still starting
+            # (it ignores SIGINT until its task begins) is stopped once its chain runs
+            timeout = None if deadline is None else max(0.0, min(_RESEND, deadline - time.monotonic()))
+            try:
+                done, pending = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:
+                interrupted = True
+                done = set()
+            if deadline is not None and pending:
+                ctrl_c.pass_on()
+            for f in done:
+                if f.cancelled():
+                    continue
+                exc = f.exception()
+                if exc is not None:
+                    if isinstance(exc, KeyboardInterrupt) or (
+                        (interrupted or ctrl_c.count) and isinstance(exc, BrokenProcessPool)
+                    ):
+                        interrupted = True  # a worker stopped by Ctrl-C (while starting, say): nothing to keep
+                        continue
+                    for g in pending:
+                        g.cancel()
+                    raise exc
+                out, records = f.result()
+                _reraise(records, seen)
+                on_done(futures[f], out)
+            if pending and deadline is not None and (time.monotonic() >= deadline or ctrl_c.count > 1):
+                _stop_workers(executor)  # not back in time, or a second Ctrl-C: their chains are dropped
+                pending = set()
+    return interrupted or ctrl_c.count > 0
 
 
 def _run_on_client(client: Any, fn: Callable[..., Any], args: Sequence[tuple[Any, ...]],

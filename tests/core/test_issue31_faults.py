@@ -145,6 +145,32 @@ def _wait_for(condition, what: str, limit: float = 180.0) -> None:
         time.sleep(0.05)
 
 
+def test_ctrl_c_to_the_calling_process_alone_stops_the_workers_and_keeps_their_draws(tmp_path):
+    proc, marks = _start(tmp_path)
+    # wait until the calling process and both workers have made some draws
+    _wait_for(lambda: sum(1 for p in marks.iterdir() if p.read_text() not in ("", "0", "1", "2")) >= 3,
+              "three chains running")
+    os.kill(proc.pid, signal.SIGINT)  # as a notebook's interrupt does: the workers get nothing from the terminal
+    outcome = _finish(proc)
+    assert outcome["outcome"] == "result" and outcome["interrupted"]
+    assert outcome["chains"] == 3 and outcome["n_draws"] >= 3  # every chain returned what it had made
+    assert outcome["still_stepping"] == []
+
+
+@pytest.mark.parametrize("delay", [0.5, 1.5, 3.0])
+def test_ctrl_c_to_the_process_group_while_the_workers_start_is_a_clean_interrupt(tmp_path, delay):
+    proc, _ = _start(tmp_path)
+    # the fit has begun; the workers are starting (a new Python importing torch: about a second or more) or
+    # running their first draws, depending on the machine: every moment must end the same way
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: every process of the group
+    outcome = _finish(proc)
+    assert outcome["outcome"] in ("result", "KeyboardInterrupt"), outcome
+    if outcome["outcome"] == "result":
+        assert outcome["interrupted"]
+    assert outcome["still_stepping"] == []
+
+
 # ------------------------------------------------------------------------------------------ files
 
 
