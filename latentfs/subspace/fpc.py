@@ -403,6 +403,14 @@ def _add_bounds(
     return None if best is None else (best[1], best[2], best[3])
 
 
+def _unit_power_of_two(X: np.ndarray) -> float:
+    """1, or the power of two that brings max |X| into [0.5, 1) when it lies beyond 2^±100 (dividing by it is exact)."""
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    if top == 0.0 or 2.0**-100 <= top <= 2.0**100:
+        return 1.0
+    return float(np.ldexp(1.0, int(np.frexp(top)[1])))
+
+
 def _fpc(
     X: np.ndarray, s_min: int, adaptive: bool, search: str, max_clusters: int | None
 ) -> list[tuple[np.ndarray, dict[int, tuple[float, float]]]]:
@@ -507,8 +515,14 @@ class FPC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         check_float("fill_value", self.fill_value, 0, remedy="Pass a non-negative number or inf.")
         if self.max_clusters is not None:
             check_int("max_clusters", self.max_clusters, low=1, remedy="Pass a positive integer or None.")
-        found = _fpc(Xv, s_min, bool(self.adaptive), self.search, self.max_clusters)
-        self.clusters_ = [FPCCluster(idx, bounds, Xv[idx].mean(axis=0)) for idx, bounds in found]
+        # Algorithm 1 is equivariant under a common rescaling of X (intervals, densities and likelihood
+        # comparisons scale together), so data near the ends of the float range run on X / c with c a power of
+        # two (exact): midpoints, diameters and means of values ~1e300 would overflow, ~1e-300 lose digits.
+        unit = _unit_power_of_two(Xv)
+        Xs = Xv / unit
+        found = _fpc(Xs, s_min, bool(self.adaptive), self.search, self.max_clusters)
+        found = [(idx, {l: (a * unit, b * unit) for l, (a, b) in bounds.items()}) for idx, bounds in found]
+        self.clusters_ = [FPCCluster(idx, bounds, Xs[idx].mean(axis=0) * unit) for idx, bounds in found]
         k = len(self.clusters_)
         self.n_clusters_ = k
         self.min_support_ = s_min
@@ -546,13 +560,18 @@ class FPC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """Distance of each row to each cluster centre, ``fill_value`` where the row is outside the box."""
         check_fitted(self, "clusters_", call="fit(X)")
         Xv = np.asarray(check_X(self, X, reset=False), dtype=np.float64)
+        # distances in the units of the fit's rescaling (a power of two), so squares neither overflow nor underflow
+        unit = _unit_power_of_two(np.vstack([Xv, self.cluster_centers_]))
+        Xs, centers = Xv / unit, self.cluster_centers_ / unit
         if self.distance == "full":
-            dist = euclidean_distances(Xv, self.cluster_centers_)
+            dist = euclidean_distances(Xs, centers)
         else:
             mask = np.isfinite(self.lower_bounds_).astype(np.float64)
-            c = self.cluster_centers_ * mask
-            sq = (Xv**2) @ mask.T - 2 * Xv @ c.T + np.sum(c * self.cluster_centers_, axis=1)
+            c = centers * mask
+            sq = (Xs**2) @ mask.T - 2 * Xs @ c.T + np.sum(c * centers, axis=1)
             dist = np.sqrt(np.maximum(sq, 0.0))
+        with np.errstate(over="ignore"):  # a distance beyond the float range is inf, as it is
+            dist = dist * unit
         return np.where(self._inside(Xv), dist, float(self.fill_value))
 
     def predict(self, X: Any) -> np.ndarray:

@@ -505,6 +505,26 @@ class HyperbolicPCA(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Transfor
             return A @ B.T
         return 0.5 * np.exp(-float(self.C) * euclidean_distances(A, B, squared=True))
 
+    def _check_spread(self, Xv: np.ndarray, Z: np.ndarray) -> None:
+        """Refuse data without variation: identical rows (after normalising, when asked), or, for the RBF kernel,
+        rows whose embeddings cannot be told apart in floating point (the centred Gram matrix would be rounding
+        noise, and its eigenvectors arbitrary)."""
+        n = Xv.shape[0]
+        if (np.ptp(Z, axis=0) == 0).all():
+            after = " after scaling every row to unit length (normalize=True)" if self.normalize else ""
+            raise DataError(
+                f"X has zero variance: all {n} rows are identical{after}, so no direction separates the labels. "
+                "Pass rows that differ" + (" in direction, or normalize=False." if self.normalize else ".")
+            )
+        if self.kernel == "rbf":
+            spread = float(-np.expm1(-float(self.C) * euclidean_distances(Z, Z, squared=True).max()))
+            if spread <= 1e-12:  # ‖ψ(x) − ψ(x′)‖² = 1 − exp(−C‖x − x′‖²), at most 1
+                raise DataError(
+                    f"X has no spread in the RBF feature space: the largest ‖ψ(x) − ψ(x′)‖² is {spread:.3g} "
+                    f"(rule: > 1e-12) with C={self.C!r}, so every pair of rows is the same point to float precision. "
+                    "Standardise X (recentre and rescale its columns) or raise C."
+                )
+
     def _rank_error(self, rank: int, n: int, p: int) -> DataError:
         return DataError(
             f"n_components must be at most {rank}, the rank of the pair differences in feature space "
@@ -562,6 +582,7 @@ class HyperbolicPCA(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Transfor
                             "Pass more samples.")
         codes, _ = as_labels(y, n, min_classes=2)
         Z = self._prep(Xv)
+        self._check_spread(Xv, Z)
         A = pair_weight_matrix(codes, self.eta_neg, self.eta_pos, balanced=bool(self.balanced))
         if self.kernel == "linear":
             rank = int(np.linalg.matrix_rank(Z - Z.mean(axis=0)))

@@ -31,11 +31,24 @@ The chapter gives the objective but not the update equations. The updates here (
 
 The ridge makes S_j non-singular when M < D (the chapter has M = 30 < D = 196 and does not say how S_j was kept
 non-singular). The objective actually maximised is the bound computed with A_j + ρI in place of A_j, that is the
-bound minus (ρ/2) Σ_j (r_j/M) tr S_j⁻¹; it is never above the bound, so every value in ``bound_`` is still a lower
-bound on I − H(x) (on I(x, {y, z}) − H(x) for the hybrid channel), and it is exactly the bound when ρ = 0.
+bound minus (ρ/2) Σ_j (r_j/M) tr S_j⁻¹; it is never above the bound, and it is exactly the bound when ρ = 0.
 
-Reported values exclude H(x), as the chapter's Fig. 3 does; with an empirical (discrete) source H(x) = log M
-while q is a density, so these numbers are cross-entropy terms that depend on pixel scaling (digest §3.7).
+**What ``bound_`` is.** Reported values exclude H(x), as the chapter's Fig. 3 does: each is the sample mean over
+the rows of ⟨log q(x_i | y, z)⟩ (minus the KL term for the auxiliary channel), a cross-entropy term in nats of a
+*density* q. For a continuous source with differential entropy H(x), its expectation at fixed parameters plus
+H(x) is a lower bound on I(x, y) (on I(x, {y, z}) for the hybrid channel); the value itself is not a bound on
+I − H(x) for the data at hand. For the empirical distribution of the rows (a discrete source, H(x) = log M,
+I(x, y) ≤ H(x)) I − H(x) ≤ 0, while ``bound_`` can be any number: on 600 of the 8 × 8 digits (5 components,
+``decoder_cov="full"``, ``scale=True``) it ends at +20.0. It also
+depends on the units of x (rescaling x by c shifts it by −D log c at the matching channel noise; digest §3.7).
+Use it to compare fits on the same data in the same units (restarts, n_auxiliary, channels), not as mutual
+information.
+
+**Scale and degenerate data.** The channel noise s² fixes the units of x, so without ``scale=True`` the data
+must be representable in those units: ``fit`` refuses (with a :class:`DataError`) centred values whose squares
+overflow or underflow float64. With ``scale=True`` every feature is standardised first (computed without
+forming squares of huge values), and the fit does not depend on the units. Constant columns are centred to
+exactly zero (they carry no variation); data whose rows are all identical are refused.
 
 Also here: :func:`gaussian_channel_mi` (the exact I(x, y) = ½ log|I + W C Wᵀ/s²| of a Gaussian source, which is
 Linsker's I_G of the data covariance), :func:`as_if_gaussian_mi` (eq. 3 written with the joint covariance blocks),
@@ -195,6 +208,59 @@ def subspace_overlap(W1: Any, W2: Any) -> np.ndarray:
     """
     A = _as_matrix(W1, "W1") @ _as_matrix(W2, "W2").T
     return A @ A.T
+
+
+def _centre_and_scale(X: np.ndarray, scale: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(mean, scale, the centred and scaled X, its mean square) for the model, refusing what it cannot represent.
+
+    Constant columns (every value equal) are centred to exactly 0: the mean of n copies of 0.1 is not 0.1 in
+    floating point, and the rounding residue would otherwise be fitted as variation. Squares are formed only
+    after dividing each column by its largest |value|, so ×1e300 data give finite moments.
+    """
+    M = X.shape[0]
+    constant = np.ptp(X, axis=0) == 0
+    if constant.all():
+        raise DataError(
+            f"X has zero variance: all {M} rows are identical (every column is constant, e.g. column 0 = "
+            f"{X[0, 0]:g}). InfoMax projects variation; pass data whose rows differ."
+        )
+    top = np.max(np.abs(X), axis=0)
+    top = np.where(top > 0, top, 1.0)
+    mean = (X / top).mean(axis=0) * top  # no overflow in the sum
+    mean[constant] = X[0, constant]
+    with np.errstate(over="ignore", invalid="ignore"):
+        Xc = X - mean
+    if not np.isfinite(Xc).all():
+        raise DataError(
+            "X's values span more than the float range once centred (a column reaches both ends of ±1.8e308). "
+            "Divide X by a large number first."
+        )
+    Xc[:, constant] = 0.0
+    amax = np.max(np.abs(Xc), axis=0)  # > 0 on the varying columns
+    unit = np.where(amax > 0, amax, 1.0)
+    ms_unit = ((Xc / unit) ** 2).mean(axis=0)  # mean square of each column in units of its largest |value|
+    if scale:
+        sd = unit * np.sqrt(ms_unit)
+        sd = np.where(constant | (sd <= 0), 1.0, sd)
+        Xs = Xc / sd
+        return mean, sd, Xs, float(np.mean(Xs * Xs))
+    big = float(amax.max())
+    if not big <= math.sqrt(1e300 / (M * X.shape[1])):
+        raise DataError(
+            f"X's centred values reach {big:.3g}, whose squares overflow float64 in the fit's moments (the rule: "
+            f"n_samples · n_features · max|x − x̄|² ≤ 1e300). The channel noise s² = channel_noise fixes the units "
+            "of x, so the model is not scale-free: pass scale=True (each feature standardised) or rescale X, "
+            "e.g. X / X.std()."
+        )
+    var = float(np.sum(amax**2 * ms_unit) / X.shape[1])  # mean square over all entries
+    if not var >= 1e-280:
+        raise DataError(
+            f"X's centred values are at most {big:.3g}: their squares underflow float64 in the fit's moments (the "
+            f"rule: mean square ≥ 1e-280; got {var:.3g}). The channel noise s² = channel_noise fixes the units of "
+            "x, so the model is not scale-free: pass scale=True (each feature standardised) or rescale X, e.g. "
+            "X / X.std()."
+        )
+    return mean, np.ones(X.shape[1]), Xc, var
 
 
 def _orthonormalise(A: np.ndarray) -> np.ndarray:
@@ -412,8 +478,11 @@ class InfoMaxProjection(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Tran
         ``"ridge"`` (the absolute ρ), ``"code_mean"`` (J, K) and ``"code_cov"`` (J, K, K), the per-expert moments
         of the noisy code used by :meth:`code_posterior`.
     bound_ : (T + 1,) array
-        The bound minus H(x) (nats; the objective with the ridge) after the first decoder step and after every IM
-        iteration, for the kept restart. Non-decreasing.
+        The objective (nats, with the ridge) after the first decoder step and after every IM iteration, for the
+        kept restart; non-decreasing. It is the bound minus H(x) for a continuous source: the mean over the rows
+        of ⟨log q(x | y, z)⟩ (minus the KL term for the auxiliary channel), a log-density in the units of the
+        (centred, scaled) inputs. It is not a bound on I − H(x) for the empirical distribution of the rows,
+        where I − H(x) ≤ 0 while this value can be positive (+20.0 on digits); see the module docstring.
     init_bounds_ : (n_init,) array
         Final bound of each restart.
     n_iter_ : int
@@ -484,14 +553,7 @@ class InfoMaxProjection(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Tran
         Xv = check_X(self, X, reset=True, ensure_min_samples=2)
         M, D = Xv.shape
         self._check_params(M, D)
-        self.mean_ = Xv.mean(axis=0)
-        Xc = Xv - self.mean_
-        sd = Xc.std(axis=0)
-        self.scale_ = np.where(sd > 1e-12 * max(float(sd.max()), 1e-300), sd, 1.0) if self.scale else np.ones(D)
-        Xs = Xc / self.scale_
-        var = float(np.mean(Xs * Xs))
-        if var <= 0:
-            raise DataError("X has no variance: every row is the same after centring. Pass data that vary.")
+        self.mean_, self.scale_, Xs, var = _centre_and_scale(Xv, bool(self.scale))
         ridge = float(self.reg_covar) * var
         W_pca = pca_components(Xs, self.n_components)
         Xt = torch.as_tensor(Xs, dtype=torch.float64)
@@ -505,9 +567,23 @@ class InfoMaxProjection(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Tran
                                 converged=bool(run["converged"]), interrupted=False, n_iter=len(run["trace"]) - 1)
 
         # the driver's one restart loop (the convergence warning below is this estimator's own)
-        kept, runs = run_restarts(self.n_init, one, warn=False, desc="InfoMaxProjection")
+        try:
+            kept, runs = run_restarts(self.n_init, one, warn=False, desc="InfoMaxProjection")
+        except torch.linalg.LinAlgError:
+            raise DataError(
+                f"the decoder covariance S_j is not positive definite (decoder_cov={self.decoder_cov!r}, "
+                f"reg_covar={self.reg_covar!r}): X has {M} rows and {D} features and its covariance within an expert "
+                "is singular (collinear or constant features). Pass reg_covar=1e-6 (a ridge) or "
+                "decoder_cov='isotropic'."
+            ) from None
         best: dict[str, Any] = kept.state
         finals = [r.objective for r in runs]
+        if not all(np.isfinite(best[k]).all() for k in ("W", "V", "b", "U", "S", "q")) \
+                or not np.isfinite(best["trace"]).all():  # the checks in _centre_and_scale should make this unreachable
+            raise DataError(
+                f"InfoMaxProjection reached non-finite parameters on X (mean square {var:.3g} in the model's units, "
+                f"channel_noise={self.channel_noise!r}). Rescale X (e.g. X / X.std()) or pass scale=True."
+            )
         self.components_ = best["W"]
         self.aux_coef_ = best["V"]
         self.aux_intercept_ = best["b"]

@@ -311,7 +311,7 @@ def test_convergence_warning_when_tol_is_not_met() -> None:
         ({"decoder_cov": "full", "reg_covar": 0.0}, np.eye(10, 40), r"decoder_cov='full' with reg_covar=0 needs"),
         ({"channel_noise": 0.0}, np.eye(10, 4), r"channel_noise must be a number > 0; got 0"),
         ({"max_iter": 0}, np.eye(10, 4), r"max_iter must be an integer ≥ 1; got 0"),
-        ({}, np.ones((10, 4)), r"X has no variance"),
+        ({}, np.ones((10, 4)), r"X has zero variance: all 10 rows are identical"),
         ({}, np.where(np.eye(10, 4) > 0, np.nan, 1.0), r"NaN or infinite.*row 0 column 0"),
     ],
 )
