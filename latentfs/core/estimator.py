@@ -363,6 +363,15 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         converted = as_array(X, name="X", masked="nan" if self._allow_nan else "error")
         if sp.issparse(converted) or isinstance(X, np.ma.MaskedArray):
             X = converted
+        if self._allow_nan and isinstance(X, np.ndarray) and X.dtype == object:
+            # scikit-learn would read None as NaN, a missing value here: say so explicitly instead
+            where = np.argwhere(np.vectorize(lambda v: v is None, otypes=[bool])(X))
+            if where.size:
+                at = f" at index {tuple(int(i) for i in where[0])}"
+                raise DataError(
+                    f"X holds None{at}; None is not a number. Write np.nan where a value is missing, or pass a float "
+                    "array."
+                )
         try:
             X = validate_data(
                 self,

@@ -138,6 +138,13 @@ def test_factor_analyzer_refuses_a_row_with_nothing_observed(continuous):
         fa.score(rows)
 
 
+def test_none_is_not_read_as_a_missing_value(continuous):
+    X = continuous.astype(object)
+    X[0, 3] = None
+    with pytest.raises(DataError, match=r"X holds None at index \(0, 3\); None is not a number. Write np.nan"):
+        latentfs.FactorAnalyzer(2).fit(X)
+
+
 def test_masked_entries_are_missing_for_factor_analysis(continuous):
     mask = np.zeros(continuous.shape, dtype=bool)
     mask[0, 1] = mask[5, 3] = True
