@@ -1163,15 +1163,17 @@ def _check_fitted_shapes(path: Path, meta: dict[str, Any], fitted: dict[str, dic
 
 
 def _model_class(name: str) -> type | None:
-    """The model class called ``name``: a built-in (``latentfs.models``) or one whose engines this process has
-    registered; None for any other name (a result built by hand, or a model whose module is not imported)."""
-    import latentfs.models as models
-    from latentfs.core.registry import _ENGINES
+    """The model class called ``name`` among those with registered engines (every family imported when this
+    process has not registered it yet); None for any other name (a result built by hand, or a model of the
+    user's whose engines are not imported)."""
+    from latentfs.core.registry import _ENGINES, _load_engines
 
-    cls = getattr(models, name, None)
-    if isinstance(cls, type):
-        return cls
-    return next((c for c, _ in _ENGINES if c.__name__ == name), None)
+    def registered() -> type | None:
+        return next((c for c, _ in _ENGINES if c.__name__ == name), None)
+
+    if registered() is None:
+        _load_engines()
+    return registered()
 
 
 def _check_header_model(path: Path, meta: dict[str, Any]) -> type | None:
