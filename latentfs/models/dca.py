@@ -337,6 +337,37 @@ class _DCABase:
             out["groups"] = self.groups.tolist()
         return out
 
+    def with_n_components(self, n_components: int) -> _DCABase:
+        """A copy of this model with another number of components K (for model selection).
+
+        A per-component hyperparameter (α; β and ρ of the Gamma–Poisson models) is carried over when it is the
+        same for every component; α and γ at their default 1/K become 1/k. One that differs between
+        components cannot be carried to another K.
+        """
+        import copy
+
+        k = check_n_components(n_components, 10**9)
+        new = copy.copy(self)
+        if k == self.n_components:
+            return new
+        default = 1.0 / self.n_components
+        new.n_components = k
+        for name in ("alpha", "beta", "rho"):
+            value = getattr(self, name, None)
+            if value is None:
+                continue
+            arr = np.asarray(value, dtype=np.float64).ravel()
+            if np.ptp(arr) != 0:
+                raise DataError(
+                    f"{name} differs between the {self.n_components} components ({arr.tolist()}), so it cannot be "
+                    f"carried to n_components={k}. Build the model with {k} values of {name} yourself."
+                )
+            first = 1.0 / k if name == "alpha" and arr[0] == default else float(arr[0])
+            setattr(new, name, np.full(k, first))
+        if np.ndim(self.gamma) == 0 and float(self.gamma) == default:
+            new.gamma = np.asarray(1.0 / k)
+        return new
+
     @staticmethod
     def _sizes(data: torch.Tensor | None, n_documents: int | None, n_features: int | None,
                what: str) -> tuple[int, int, torch.Tensor]:

@@ -238,6 +238,22 @@ class FactorAnalysis:
             "constraints": None if self.constraints is None else self.constraints.to_dict(),
         }
 
+    def with_n_components(self, n_components: int) -> FactorAnalysis:
+        """A copy of this model with another number of factors q (for model selection); the priors are kept.
+
+        Loading constraints are written for one number of factors, so a model with constraints is copied only
+        to the same q.
+        """
+        q = check_n_components(n_components, 10**6)
+        if self.constraints is not None and q != self.n_components:
+            raise DataError(
+                f"n_components={q}: this model's loading constraints are written for n_components="
+                f"{self.n_components} factors. Build a FactorAnalysis with constraints for {q} factors, or choose q "
+                "on a model without constraints."
+            )
+        return type(self)(q, loading_scale=self.loading_scale, noise_shape=self.noise_shape,
+                          noise_scale=self.noise_scale, mean_scale=self.mean_scale, constraints=self.constraints)
+
     # ------------------------------------------------------------------ Pyro declaration
     def _parameters(self, d: int, ref: torch.Tensor) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
         q = self.n_components
@@ -433,6 +449,10 @@ class MixtureOfFactorAnalyzers:
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"n_components": self.n_components, "n_factors": self.n_factors}
+
+    def with_n_components(self, n_components: int) -> MixtureOfFactorAnalyzers:
+        """A copy of this model with another number of analysers K (for model selection); n_factors is kept."""
+        return type(self)(n_components, self.n_factors)
 
     def model(
         self,

@@ -141,6 +141,28 @@ class HDDAModel:
             "signal_scale": self.signal_scale,
         }
 
+    def with_n_components(self, n_components: int) -> HDDAModel:
+        """A copy of this model with another number of classes k (for model selection).
+
+        ``n_dims`` is carried over when it is unset or the same for every class; dimensions that differ between
+        classes cannot be carried to another k.
+        """
+        k = check_n_components(n_components, 10**6)
+        dims: int | None = None
+        if self.n_dims is not None:
+            if len(set(self.n_dims)) > 1 and k != self.n_components:
+                raise DataError(
+                    f"n_dims differs between the {self.n_components} components ({list(self.n_dims)}), so it cannot "
+                    f"be carried to n_components={k}. Build HDDAModel({k}, n_dims=...) yourself, or leave n_dims=None "
+                    "for the EM engine to choose."
+                )
+            dims = self.n_dims[0]
+        return type(self)(
+            k, self.n_dims if k == self.n_components else dims, submodel=self.submodel,
+            weight_concentration=self.weight_concentration, mean_scale=self.mean_scale,
+            noise_scale=self.noise_scale, signal_scale=self.signal_scale,
+        )
+
     def _dims(self, n_features: int) -> tuple[int, ...]:
         if self.n_dims is None:
             raise DataError("n_dims must be set to declare the Pyro model (HDDAModel(k, n_dims=...)); got None.")

@@ -127,6 +127,10 @@ class LatentTrait:
     def hyperparameters(self) -> dict[str, Any]:
         return {"n_components": self.n_components, "n_levels": self.n_levels}
 
+    def with_n_components(self, n_components: int) -> LatentTrait:
+        """A copy of this model with another number of latent traits q (for model selection); n_levels is kept."""
+        return type(self)(n_components, n_levels=self.n_levels)
+
     def n_parameters(self, n_items: int) -> int:
         """Free parameters: Σ_j (S_j − 1) + p q − q(q − 1)/2 (the rotation of the traits is not identified)."""
         return n_free_parameters(self.levels(int(n_items)), self.n_components)

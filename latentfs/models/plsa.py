@@ -94,6 +94,10 @@ class PLSA:
     def hyperparameters(self) -> dict[str, Any]:
         return {"n_components": self.n_components}
 
+    def with_n_components(self, n_components: int) -> PLSA:
+        """A copy of this model with another number of aspects (for model selection)."""
+        return type(self)(n_components)
+
     def model(
         self,
         doc: torch.Tensor | None = None,

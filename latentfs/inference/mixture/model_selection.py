@@ -10,7 +10,10 @@ DIC_3 (Celeux, Forbes, Robert & Titterington 2006) come from posterior draws
 (:func:`latentfs.inference.mixture.dic.dic`).
 
 Every function works for :class:`~latentfs.models.mixture.GaussianMixture`,
-:class:`~latentfs.models.mixture.LatentProfile` and :class:`~latentfs.models.mixture.LatentClass`.
+:class:`~latentfs.models.mixture.LatentProfile` and :class:`~latentfs.models.mixture.LatentClass`;
+:func:`select_n_components` also for every model whose ``method="em"`` fit reports its log-likelihood, free
+parameters and BIC (factor analysis, mixtures of factor analysers, latent trait models): there ICL is not
+defined (no classes) and the cross-validated log-likelihood is tabulated instead.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
 ]
 
 _CRITERIA = ("aic", "bic", "icl")
+_HEYWOOD = r".*Heywood case"  # the factor-analysis warning, matched by text (this module knows no other family)
 _BAYES_CRITERIA = {"dic": "dic1", "dic3": "dic3"}
 
 
@@ -69,12 +73,16 @@ def information_criteria(result: Any) -> dict[str, float]:
     ['aic', 'bic', 'icl', 'log_likelihood', 'n_parameters']
     """
     diag = getattr(result, "diagnostics", None)
-    if diag is None or "log_likelihood" not in diag or "bic" not in diag:
+    if diag is None or any(k not in diag for k in ("log_likelihood", "n_parameters", "bic")):
         raise DataError(
-            "result must be a maximum-likelihood fit of a mixture (latentfs.fit(..., method='em')); got "
-            f"{type(result).__name__} with method {getattr(result, 'method', None)!r}."
+            "result must be a maximum-likelihood fit (latentfs.fit(..., method='em')) that reports its "
+            f"log-likelihood, free parameters and BIC; got {type(result).__name__} with method "
+            f"{getattr(result, 'method', None)!r}."
         )
-    return {k: float(diag[k]) for k in ("log_likelihood", "n_parameters", *_CRITERIA)}
+    ll, nu = float(diag["log_likelihood"]), float(diag["n_parameters"])
+    # AIC from ℓ̂ and ν where the engine does not report it; ICL only for models with classes (NaN otherwise)
+    return {"log_likelihood": ll, "n_parameters": nu, "aic": float(diag.get("aic", -2.0 * ll + 2.0 * nu)),
+            "bic": float(diag["bic"]), "icl": float(diag.get("icl", math.nan))}
 
 
 @dataclass
@@ -83,12 +91,15 @@ class ComponentSelection:
 
     Attributes
     ----------
-    table : pandas.DataFrame indexed by K: log_likelihood, n_parameters, aic, bic, icl, collapsed, and,
-        when asked for, dic / p_d (Spiegelhalter) and dic3 / p_d3 (Celeux et al. 2006).
+    table : pandas.DataFrame indexed by K: log_likelihood, n_parameters, aic, bic, icl (NaN for a model
+        without classes), collapsed, and, when computed, cv_log_likelihood (mean held-out log-likelihood per
+        row over the folds), heywood (factor analysis: a noise variance at zero, a boundary maximum whose
+        criteria stand) and dic / p_d (Spiegelhalter) and dic3 / p_d3 (Celeux et al. 2006).
         A fit with a collapsed component (:func:`~latentfs.inference.mixture.em.collapsed_components`)
         gets NaN criteria, as mclust reports NA for a singular fit (Scrucca et al. 2016), so it is never
         chosen: its likelihood is limited only by ``reg_covar``.
-    best : dict criterion -> K minimising it (among fits without a collapsed component).
+    best : dict criterion -> K minimising it (among fits without a collapsed component); ``"cv"`` -> the K
+        maximising cv_log_likelihood.
     fits : dict K -> Posterior (the EM fits).
     bayes_fits : dict K -> Posterior (the posteriors behind DIC; empty when no DIC was asked for).
     """
@@ -107,18 +118,28 @@ def select_n_components(
     seed: Any = 0,
     n_init: int = 3,
     criteria: str | Iterable[str] | None = None,
+    cv: int | None = None,
     dic_method: str = "gibbs",
     dic_options: dict[str, Any] | None = None,
     **fit_options: Any,
 ) -> ComponentSelection:
-    """Fit ``model`` by EM for each K and tabulate AIC, BIC and ICL (and DIC when asked).
+    """Fit ``model`` by EM for each K and tabulate AIC, BIC and ICL (and the cross-validated log-likelihood
+    and DIC when asked).
 
     Parameters
     ----------
-    model : a mixture model; its K is replaced by each value of ``n_components``.
-    X : data for the model.
+    model : a latentfs model with ``n_components`` and ``with_n_components`` whose ``method="em"`` fit reports
+        its log-likelihood, free parameters and BIC: a mixture, factor analysis, a mixture of factor analysers,
+        a latent trait model. Its K is replaced by each value of ``n_components``.
+    X : data for the model (rows are observations).
     n_components : iterable of int
     seed, n_init, **fit_options : passed to the EM engine.
+    cv : int or None
+        Folds of the cross-validated log-likelihood (``cv_log_likelihood``: the rows are split once with
+        ``seed`` into ``cv`` folds; each K is fitted on the other folds and scored on each by
+        ``Posterior.score``, the mean held-out log-likelihood per row; ``best["cv"]`` maximises it). None
+        (default): 5 folds for a model without classes (no ICL: factor analysis, latent trait), none for
+        mixtures; 0 turns it off.
     criteria : str or iterable of str, optional
         Extra criteria beside AIC, BIC and ICL (which are always tabulated): ``"dic"`` (Spiegelhalter et
         al. 2002, at the aligned posterior mean) and ``"dic3"`` (Celeux et al. 2006, label-invariant). They
@@ -136,11 +157,28 @@ def select_n_components(
     >>> sel = select_n_components(gm, X, [1, 2, 3], seed=0)
     >>> sel.best["bic"]
     2
+
+    Factor analysis, by BIC and by 5-fold cross-validated log-likelihood:
+
+    >>> from latentfs.models.factor import FactorAnalysis
+    >>> W = np.array([[1.0, 0.0], [0.9, 0.1], [0.8, 0.0], [0.7, 0.2], [0.0, 1.0], [0.1, 0.9], [0.0, 0.8], [0.2, 0.7]])
+    >>> X = FactorAnalysis(2).simulate(300, loadings=W, noise_variance=0.2, mean=0.0, seed=0)["data"]
+    >>> sel = select_n_components(FactorAnalysis(1), X, [1, 2, 3], n_init=1)
+    >>> sel.best["bic"], sel.best["cv"]
+    (2, 2)
     """
     import pandas as pd
 
     from latentfs.core.registry import fit
 
+    if not hasattr(model, "with_n_components") or not hasattr(model, "n_components"):
+        raise DataError(
+            f"model must be a latentfs model with n_components and with_n_components (a mixture, FactorAnalysis, "
+            f"MixtureOfFactorAnalyzers, LatentTrait); got {type(model).__name__}. For topic models choose K by "
+            "held-out likelihood: latentfs.evaluate.heldout_estimators.select_n_components."
+        )
+    if cv is not None and (isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv == 1 or cv < 0):
+        raise DataError(f"cv must be 0, None or an integer ≥ 2; got {cv!r}. It is the number of folds (0: none).")
     ks = [check_n_components(k, 10**9, name="n_components") for k in n_components]
     if not ks:
         raise DataError("n_components must hold at least one K; got an empty sequence. Pass e.g. range(1, 6).")
@@ -155,6 +193,8 @@ def select_n_components(
     for k in ks:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CollapsedComponentWarning)
+            # FA's Heywood warning (a noise variance at zero) is expected when K is too large: the table says so
+            warnings.filterwarnings("ignore", message=_HEYWOOD)
             res = fit(model.with_n_components(k), X, method="em", seed=seed, n_init=n_init, **fit_options)
         fits[k] = res
         collapsed = bool(res.diagnostics.get("collapsed"))
@@ -162,9 +202,16 @@ def select_n_components(
         if collapsed:  # a degenerate maximiser: its likelihood is set by reg_covar, not by the data
             crit.update({c: math.nan for c in _CRITERIA})
         row = {"n_components": k, **crit, "collapsed": collapsed}
+        if "heywood_features" in res.diagnostics:  # a boundary maximum (finite likelihood): criteria kept
+            row["heywood"] = bool(res.diagnostics["heywood_features"])
         if extra:
             bayes[k], dics = _bayes_criteria(model.with_n_components(k), X, extra, dic_method, dic_options, seed)
             row.update(dics)
+        if cv is None:  # a model without classes has no ICL: the held-out likelihood is its second criterion
+            cv = 5 if math.isnan(crit["icl"]) else 0
+        if cv:
+            row["cv_log_likelihood"] = _cv_log_likelihood(model.with_n_components(k), X, int(cv), seed, n_init,
+                                                          fit_options)
         rows.append(row)
     table = pd.DataFrame(rows).set_index("n_components")
     if table["collapsed"].all():
@@ -172,8 +219,10 @@ def select_n_components(
             f"every fit in n_components={ks} has a collapsed component (covariance at the reg_covar floor); "
             "no K can be chosen. Use a constrained covariance_type, a larger reg_covar, or jitter tied values."
         )
-    best = {c: int(table[c].idxmin()) for c in _CRITERIA}
+    best = {c: int(table[c].idxmin()) for c in _CRITERIA if table[c].notna().any()}
     best.update({c: int(table[c].idxmin()) for c in extra})
+    if "cv_log_likelihood" in table:
+        best["cv"] = int(table["cv_log_likelihood"].idxmax())
     if "dic" in extra and (table["p_d"] < 0).any():
         from latentfs.inference.mixture.dic import DICWarning
 
@@ -185,6 +234,37 @@ def select_n_components(
             stacklevel=2,
         )
     return ComponentSelection(table=table, best=best, fits=fits, bayes_fits=bayes)
+
+
+def _rows(X: Any, idx: np.ndarray) -> Any:
+    """The rows ``idx`` of X (a DataFrame by position, a sparse or dense matrix by row)."""
+    if hasattr(X, "iloc"):
+        return X.iloc[idx]
+    if hasattr(X, "tocsr"):
+        return X.tocsr()[idx]
+    return np.asarray(X)[idx]
+
+
+def _cv_log_likelihood(
+    model: Any, X: Any, folds: int, seed: Any, n_init: int, fit_options: dict[str, Any]
+) -> float:
+    """Mean held-out log-likelihood per row over ``folds`` folds (split once with ``seed``; Posterior.score)."""
+    from latentfs.core.registry import fit
+    from latentfs.inference.mixture.em import CollapsedComponentWarning
+
+    n = int(X.shape[0])
+    if folds > n:
+        raise DataError(f"cv must be at most the number of rows ({n}); got {folds}. Pass fewer folds.")
+    order = as_rng(seed).permutation(n)
+    total = 0.0
+    for test in np.array_split(order, folds):
+        train = np.setdiff1d(np.arange(n), test)
+        with warnings.catch_warnings():  # as for the fits on all rows: degenerate fits are part of choosing K
+            warnings.simplefilter("ignore", CollapsedComponentWarning)
+            warnings.filterwarnings("ignore", message=_HEYWOOD)
+            res = fit(model, _rows(X, train), method="em", seed=seed, n_init=n_init, **fit_options)
+        total += float(res.score(_rows(X, test))) * test.size
+    return total / n
 
 
 def _check_criteria(criteria: str | Iterable[str] | None) -> list[str]:
