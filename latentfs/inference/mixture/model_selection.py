@@ -208,7 +208,7 @@ def select_n_components(
             bayes[k], dics = _bayes_criteria(model.with_n_components(k), X, extra, dic_method, dic_options, seed)
             row.update(dics)
         if cv is None:  # a model without classes has no ICL: the held-out likelihood is its second criterion
-            cv = 5 if math.isnan(crit["icl"]) else 0
+            cv = 0 if "icl" in res.diagnostics else 5
         if cv:
             row["cv_log_likelihood"] = _cv_log_likelihood(model.with_n_components(k), X, int(cv), seed, n_init,
                                                           fit_options)
