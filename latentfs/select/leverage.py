@@ -452,7 +452,8 @@ class LeverageScoreSelector(BaseSelector):
             m = _check_r(m, d, "iid", name="n_features_to_select")
             if m > d:  # a number kept: at most d for every scheme
                 raise DataError(
-                    f"n_features_to_select must be at most the number of features ({d}); got {m}. It is the number "
+                    f"n_features_to_select must be at most the number of features (n_features = {d}); got {m}. It is "
+                    "the number "
                     f"of features kept; for the paper's r i.i.d. draws (repeats merged) pass n_draws={m} instead."
                 )
             if self.scheme != "top" and m > n_positive:

@@ -513,7 +513,8 @@ class HyperbolicPCA(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Transfor
         if (np.ptp(Z, axis=0) == 0).all():
             after = " after scaling every row to unit length (normalize=True)" if self.normalize else ""
             raise DataError(
-                f"X has zero variance: all {n} rows are identical{after}, so no direction separates the labels. "
+                f"X has zero variance: all {n} rows of its {Xv.shape[1]} feature(s) are identical{after}, so no "
+                "direction separates the labels. "
                 "Pass rows that differ" + (" in direction, or normalize=False." if self.normalize else ".")
             )
         if self.kernel == "rbf":

@@ -142,7 +142,7 @@ def test_leverage_errors():
     from latentfs.select.leverage import LeverageScoreSelector
 
     X = _leverage_data()
-    with pytest.raises(DataError, match=r"n_features_to_select must be at most the number of features \(200\)"):
+    with pytest.raises(DataError, match=r"n_features_to_select must be at most the number of features \(n_features = 200\)"):
         LeverageScoreSelector(201, n_components=2).fit(X)
     with pytest.raises(DataError, match="pass n_features_to_select or n_draws, not both"):
         LeverageScoreSelector(10, n_draws=10, n_components=2).fit(X)

@@ -250,7 +250,7 @@ def test_bad_input(rng):
         right_singular_vectors(A, 5)
     with pytest.raises(DataError, match="n_components must not exceed the numerical rank"):
         LeverageScoreSelector(n_components=4).fit(A)
-    with pytest.raises(DataError, match="n_features_to_select must be at most the number of features \\(30\\)"):
+    with pytest.raises(DataError, match="n_features_to_select must be at most the number of features \\(n_features = 30\\)"):
         LeverageScoreSelector(31, n_components=2, scheme="top").fit(A)
     with pytest.raises(DataError, match="r must be at most the number of features"):
         sample_features(np.ones(4) / 4, 5, scheme="bernoulli")

@@ -129,7 +129,7 @@ def test_infomax_bound_is_not_a_bound_on_mi_minus_entropy_for_an_empirical_sourc
 def test_hpca_refuses_zero_variance_data(kernel, normalize):
     y = np.repeat([0, 1, 2], 10)
     for X in (np.ones((30, 4)), np.tile([0.3, -1.0, 2.0, 0.5], (30, 1))):
-        with pytest.raises(DataError, match=r"X has zero variance: all 30 rows are identical"):
+        with pytest.raises(DataError, match=r"X has zero variance: all 30 rows of its 4 feature\(s\) are identical"):
             HyperbolicPCA(2, kernel=kernel, normalize=normalize).fit(X, y)
 
 
