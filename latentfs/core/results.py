@@ -1155,6 +1155,8 @@ def _check_fitted_shapes(path: Path, meta: dict[str, Any], fitted: dict[str, dic
                 ok = np.broadcast_shapes(np.shape(value), target) == target
             except ValueError:
                 ok = False
+            # a parameter per leading entry (a Normal–Wishart's κ, one per component of a (K, d) mean) also fits
+            ok = ok or (0 < np.ndim(value) < len(target) and tuple(np.shape(value)) == target[: np.ndim(value)])
             if not ok:
                 raise DataError(
                     f"{str(path)!r} is inconsistent: site {site!r} has {main} of shape {shape} but {param} of shape "
