@@ -98,9 +98,11 @@ def available_cores() -> int:
 def _worker_start() -> None:
     """Initializer of each local worker process: ignore Ctrl-C while waiting for a task (a terminal's Ctrl-C reaches
     every process of its group, and a worker stopped between tasks would break the pool). Workers started by a fit
-    already ignore it from their first instruction (:func:`_spawning_ignores_sigint`); this covers the ones the
+    hold it from their first instruction (:func:`_spawning_defers_sigint`); this covers the ones the
     pool restarts by itself."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # started with SIGINT blocked (_spawning_defers_sigint): drop a held one
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 @contextlib.contextmanager
@@ -180,18 +182,22 @@ class _CtrlC:
 
 
 @contextlib.contextmanager
-def _spawning_ignores_sigint() -> Iterator[None]:
-    """SIGINT ignored while submitting, which starts the pool's missing workers: a process started with SIGINT
-    ignored keeps it ignored (Python then installs no KeyboardInterrupt handler), so a Ctrl-C while a worker starts
-    (imports, before any task) cannot kill it and break the pool. A Ctrl-C in these few milliseconds is lost."""
-    if threading.current_thread() is not threading.main_thread():
+def _spawning_defers_sigint() -> Iterator[None]:
+    """SIGINT blocked (held, not lost) while submitting, which starts the pool's missing workers.
+
+    A process inherits the signal mask through fork and exec, so a worker starts with SIGINT blocked and a Ctrl-C
+    while it imports stays pending instead of killing it and breaking the pool; its initializer (:func:`_worker_start`)
+    ignores SIGINT and only then unblocks it, which discards that pending one. In the calling process the held
+    Ctrl-C is delivered as soon as the submission is done (loky may wait there seconds for new workers to start: an
+    ignored Ctrl-C in that window was lost, and the calling process's own chain ran on)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _stop_workers(executor: Any) -> None:
@@ -236,13 +242,18 @@ def run_tasks(
     executor = get_reusable_executor(max_workers=workers, timeout=_IDLE_TIMEOUT, initializer=_worker_start)
     interrupted = False
     with _CtrlC(executor) as ctrl_c:
-        with _spawning_ignores_sigint():
-            futures = {executor.submit(_in_worker, fn, a, threads, True): i for i, a in enumerate(args) if i > 0}
+        futures: dict[Any, int] = {}
+        try:
+            with _spawning_defers_sigint():
+                futures = {executor.submit(_in_worker, fn, a, threads, True): i for i, a in enumerate(args) if i > 0}
+        except KeyboardInterrupt:
+            interrupted = True  # a Ctrl-C held while the workers started: the wait below stops them
         pending = set(futures)
         try:  # task 0 here (it returns what it has on Ctrl-C, as the workers do)
-            out, records = _in_worker(fn, args[0], 0)
-            _reraise(records, seen)
-            on_done(0, out)
+            if not interrupted:
+                out, records = _in_worker(fn, args[0], 0)
+                _reraise(records, seen)
+                on_done(0, out)
         except KeyboardInterrupt:
             interrupted = True  # Ctrl-C outside the task's own loop
         deadline: float | None = None
