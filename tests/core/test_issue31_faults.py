@@ -62,7 +62,10 @@ def test_booleans_and_none_pass_the_flag_check():
 # ------------------------------------------------------------------------------------------ Ctrl-C
 
 _SCRIPT = """
-import json, os, sys, time, warnings
+import json, os, signal, sys, time, warnings
+# a Ctrl-C must be able to reach this process: a shell that starts its jobs in the background (CI's, a nohup)
+# passes SIGINT on ignored, and Python then installs no handler
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import torch
 from latentfs.core.driver import run_sampler
 from latentfs.core.parallel import chain_method
