@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from latentfs.core.data import DataError
+from latentfs.core.options import check_flag
 from latentfs.core.parallel import chain_method, check_chain_method, current_chain_method
 
 if TYPE_CHECKING:  # what every registered engine returns; imported for the annotation only
@@ -91,6 +92,11 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Pos
         engine = _ENGINES.get((cls, method))  # type: ignore[arg-type]
         if engine is not None:
             _check_options(engine, options, type(model).__name__, method)  # type: ignore[arg-type]
+            # the yes/no options every engine shares, checked once here: warn="no" would otherwise be true
+            if "warn" in options:
+                options["warn"] = check_flag("warn", options["warn"])
+            if "progress" in options:
+                options["progress"] = check_flag("progress", options["progress"], allow_none=True)
             if names:
                 data = _with_names(model, data, names, options)
             with chain_method(how):

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import latentfs
+from latentfs.core.data import DataError
 from latentfs.models import GaussianHMM, MixtureOfFactorAnalyzers
 
 CORE = Path(latentfs.__file__).parent / "core"
@@ -60,3 +62,17 @@ def test_mfa_results_transform_new_rows_in_a_fresh_process(tmp_path):
     fresh = _fresh_transform(tmp_path, result, X[:10])
     assert fresh.shape[0] == 10
     np.testing.assert_allclose(fresh, result.transform(X[:10]), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(("model", "method"), [
+    (latentfs.DirichletDCA(2), "vb"), (latentfs.DirichletDCA(2), "collapsed_gibbs"), (latentfs.DirichletDCA(2), "gibbs"),
+    (latentfs.models.PLSA(2), "em"), (latentfs.models.FactorAnalysis(1), "em"), (GaussianHMM(2), "em"),
+    (latentfs.models.LatentTrait(1), "em"), (MixtureOfFactorAnalyzers(2, 1), "em"),
+])
+def test_warn_and_progress_must_be_yes_or_no_for_every_engine(model, method):
+    # issue 31 item 8: warn="no" turned warnings on and any string passed as progress; one check for every engine
+    X = np.ones((4, 3))
+    with pytest.raises(DataError, match=r"warn must be True or False; got 'no'"):
+        latentfs.fit(model, X, method=method, warn="no")
+    with pytest.raises(DataError, match=r"progress must be True, False or None \(None: a bar when stderr is a terminal\); got 'yes'"):
+        latentfs.fit(model, X, method=method, progress="yes")
