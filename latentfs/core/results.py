@@ -283,8 +283,8 @@ class Posterior:
         Each draw is matched to one pivot labelling (:func:`latentfs.core.relabel.relabel_draws`, Stephens
         2000) on every component-indexed site jointly: ``site`` and, by default, every other stored site with a
         ``component_dim`` axis that is a global parameter (no axis over observations, such as a document's
-        proportions), each standardised so that every site weighs the same in the matching (``match_on`` names
-        the sites instead). Matching on one site alone leaves draws whose components that site cannot tell
+        proportions), each feature measured in its within-component spread (:meth:`_joint_relabel`; ``match_on``
+        names the sites instead). Matching on one site alone leaves draws whose components that site cannot tell
         apart (two HMM states with overlapping means) with their other sites swapped. Every stored site with a
         ``component_dim`` axis is then permuted the same way, draw by draw; dims named in ``also`` index the
         same components (the destination state of a transition matrix, say) and are permuted the same way.
@@ -1097,7 +1097,7 @@ def open_saved(path: str | Path, read: Any, *, writer: str, kind: str, remedy: s
             f"corrupted: {remedy}."
         ) from None
 
-# The estimator of each model family: (module, class, its parameters from the result's hyperparameters).
+
 def _check_shapes(
     path: Path, meta: dict[str, Any], draws: dict[str, np.ndarray], points: dict[str, np.ndarray] | None = None
 ) -> None:

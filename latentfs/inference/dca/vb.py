@@ -492,7 +492,7 @@ def gamma_settled(trace: list[float] | None, learn_after: int) -> bool:
 
 def flag_saddle(post: Posterior, topic_word: torch.Tensor, *, warn: bool, n_iter: int) -> None:
     """Record ``diagnostics["symmetric_saddle"]``, and warn when the fit stopped with all components alike."""
-    at_saddle = not components_separated(topic_word.clone())
+    at_saddle = not components_separated(topic_word)  # it works on a normalised copy
     post.diagnostics["symmetric_saddle"] = at_saddle
     if at_saddle:
         post.diagnostics["converged"] = False

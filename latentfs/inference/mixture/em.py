@@ -574,7 +574,7 @@ def _em_engine(
     """
     from latentfs.core.shards import is_dask_array
 
-    device, warn, progress = check_options(device=device, warn=warn, progress=progress)
+    (device,) = check_options(device=device)  # warn and progress: checked once, in latentfs.fit
     sharded = is_dask_array(data)
     if sharded and device.type != "cpu":
         raise DataError(

@@ -19,7 +19,6 @@ import torch
 
 from latentfs.core.data import check_choice, check_int, check_seed
 from latentfs.core.driver import make_generator, run_sampler
-from latentfs.core.options import check_options
 from latentfs.core.random import dirichlet_sample, group_softmax, log_gamma_sample
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
@@ -221,7 +220,6 @@ def _gibbs_engine(
     (2, 30, 2, 3)
     """
     seed = check_seed(seed)
-    warn, progress = check_options(warn=warn, progress=progress)
     num_chains = check_int("num_chains", num_chains, low=1, remedy="Pass num_chains=4 (at least 2 to check R-hat).")
     num_warmup = check_int("num_warmup", num_warmup, low=0)
     num_samples = check_int("num_samples", num_samples, low=1, remedy="Pass a positive number of draws, e.g. 500.")

@@ -82,7 +82,6 @@ from scipy.special import gammaln
 
 from latentfs.core.data import DataError, check_int, check_seed
 from latentfs.core.driver import run_sampler
-from latentfs.core.options import check_options
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
 from latentfs.models.mixture import UnivariateMixtureK
@@ -448,7 +447,6 @@ def _rjmcmc_engine(
     if not isinstance(model, UnivariateMixtureK):
         raise DataError(f"model must be a UnivariateMixtureK; got {type(model).__name__}.")
     seed = check_seed(seed)
-    warn, progress = check_options(warn=warn, progress=progress)
     num_chains = check_int("num_chains", num_chains, low=1, remedy="Pass num_chains=2 or more to check R-hat on k.")
     num_warmup = check_int("num_warmup", num_warmup, low=0)
     num_samples = check_int("num_samples", num_samples, low=1, remedy="Pass a positive number of draws, e.g. 10000.")

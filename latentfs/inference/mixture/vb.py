@@ -237,7 +237,7 @@ def _vb_engine(
     >>> res.samples("weights").shape, bool(res.diagnostics["converged"])
     ((1, 200, 2), True)
     """
-    device, warn, progress = check_options(device=device, warn=warn, progress=progress)
+    (device,) = check_options(device=device)  # warn and progress: checked once, in latentfs.fit
     fam = family_for(model, data, device=device)
     pr = prior_tensors(fam)
     if init is not None:
