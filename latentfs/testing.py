@@ -17,6 +17,12 @@ Engine checks
     :func:`check_interruptible` (Ctrl-C returns what was computed, flagged),
     :func:`check_result_contract` (the one result type: shapes, kinds, no NaN, save/load identical).
 
+    :func:`check_engine` — the engine-level counterpart of ``check_estimator``, run for every registered
+    ``(model, method)`` pair (:func:`tiny_model` and :func:`tiny_data` give each model class a tiny problem): the
+    option schema (unknown names, wrong types), the seed rule (same seed same numbers, the seed recorded, a
+    ``seed=None`` fit refitted exactly from the recorded seed), the result contract with save/load, the one
+    diagnostics vocabulary, and for samplers one R̂ (``summary()`` prints the number ``diagnostics`` holds).
+
 Estimator checks
     :func:`check_estimator` — scikit-learn's ``check_estimator`` with the rule that no check may be
     skipped silently and at most two expected failures, each with a reason.
@@ -34,6 +40,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "check_engine",
     "check_estimator",
     "check_interruptible",
     "check_reproducible",
@@ -41,6 +48,8 @@ __all__ = [
     "chi2_test",
     "false_alarm_rate",
     "pyro_log_density",
+    "tiny_data",
+    "tiny_model",
     "z_test",
 ]
 
@@ -219,7 +228,10 @@ def check_result_contract(result: Any, *, save: bool = True) -> None:
         raise AssertionError(f"kind() must be draws, distribution, point or mixed; got {kind!r}.")
     for site in result.sites:
         mean = np.asarray(result.mean(site))
-        if not np.isfinite(mean).all():
+        # a variable-dimension result (reversible jump) pads absent components with NaN: its draws may hold NaN,
+        # never ±inf, and a mean is NaN only where some draw lacks that component
+        padded = "padded" in str(result.diagnostics.get("storage", ""))
+        if not (np.isfinite(mean).all() or (padded and not np.isinf(mean).any())):
             raise AssertionError(f"site {site!r} has a non-finite mean.")
         dims = result.dims.get(site, ())
         if len(dims) != mean.ndim:
@@ -238,10 +250,167 @@ def check_result_contract(result: Any, *, save: bool = True) -> None:
             result.save(path)
             loaded = latentfs.load(path)
         for site in result.sites:
-            if not np.array_equal(np.asarray(result.mean(site)), np.asarray(loaded.mean(site))):
+            if not np.array_equal(np.asarray(result.mean(site)), np.asarray(loaded.mean(site)), equal_nan=True):
                 raise AssertionError(f"site {site!r} differs after save/load.")
         if loaded.kind() != kind:
             raise AssertionError(f"kind() was {kind!r} before save and {loaded.kind()!r} after.")
+
+
+# ---------------------------------------------------------------------------------------------- check_engine
+def tiny_model(model_class: type) -> Any:
+    """A small instance of a built-in model class, for :func:`check_engine`; an AssertionError names a class that
+    has none (a new model must add itself here, so that no registered engine escapes the checks)."""
+    name = model_class.__name__
+    two = {"GaussianMixture": {"mean_precision": 0.02}, "LatentProfile": {"mean_precision": 0.02}}
+    if name in ("DirichletDCA", "GammaPoissonDCA", "ConditionalGammaPoissonDCA", "PLSA", "GaussianMixture",
+                "LatentProfile", "LatentClass", "GaussianHMM", "HiddenPotts"):
+        return model_class(2, **two.get(name, {}))
+    if name == "FactorAnalysis":  # proper priors: the Gibbs sampler needs them
+        return model_class(1, loading_scale=1.0, noise_shape=2.0, noise_scale=1.0)
+    if name == "LatentTrait":
+        return model_class(1)
+    if name in ("MixtureOfFactorAnalyzers", "HDDAModel"):
+        return model_class(2, 1)
+    if name == "CategoricalHMM":
+        return model_class(2, 3)
+    if name == "UnivariateMixtureK":
+        return model_class(2, max_components=5)
+    raise AssertionError(f"latentfs.testing.tiny_model has no tiny instance of {name}: add one so that "
+                         "check_engine runs on its engines.")
+
+
+def tiny_data(model: Any) -> tuple[Any, dict[str, Any]]:
+    """Tiny data for ``model`` (and the options the data need, such as an HMM's ``lengths``), drawn with a fixed
+    seed: documents × words counts, rows × features, sequences or a lattice, as the model takes."""
+    name = type(model).__name__
+    rng = np.random.default_rng(0)
+    kind = getattr(model, "data_kind", "continuous")
+    if kind == "counts":
+        from latentfs.models.dca import DirichletDCA
+
+        return DirichletDCA(2).simulate(12, 15, 20, seed=0)["counts"], {}
+    if kind == "sequences":
+        if name == "CategoricalHMM":
+            return rng.integers(0, 3, size=(40, 1)), {"lengths": [20, 20]}
+        z = np.repeat([0, 1, 0, 1], 10)
+        return (rng.normal(size=(40, 1)) + 3.0 * z[:, None]), {"lengths": [20, 20]}
+    if kind == "lattice":
+        z = np.zeros((8, 8))
+        z[:, 4:] = 1
+        return z + 0.3 * rng.normal(size=(8, 8)), {}
+    if name == "LatentClass":
+        return (rng.random((40, 4)) < np.where(np.arange(40) < 20, 0.8, 0.2)[:, None]).astype(float), {}
+    if name == "LatentTrait":
+        ability = rng.normal(size=(60, 1))
+        return (rng.random((60, 4)) < 1 / (1 + np.exp(-2 * ability))).astype(float), {}
+    if name == "UnivariateMixtureK":
+        return np.concatenate([rng.normal(-2, 1, 20), rng.normal(3, 1, 20)]), {}
+    if name == "FactorAnalysis":
+        f = rng.normal(size=(60, 1))
+        return f @ np.array([[1.0, 0.8, -0.6, 0.5]]) + 0.5 * rng.normal(size=(60, 4)), {}
+    z = np.repeat([0.0, 1.0], 30)
+    x = rng.normal(size=(60, 4)) + 4.0 * z[:, None] * np.array([1.0, -1.0, 0.5, 0.0])
+    return x, {}
+
+
+#: Options a tiny fit of a (model class, method) needs beyond its data's.
+_NEEDS: dict[tuple[str, str], dict[str, Any]] = {("PLSA", "tem"): {"validation_fraction": 0.25}}
+
+#: Options that keep a tiny fit short, set where an engine takes them.
+_QUICK = {"max_iter": 15, "num_chains": 2, "num_warmup": 10, "num_samples": 20, "num_steps": 20, "n_passes": 1,
+          "num_draws": 20, "progress": False, "warn": False}
+
+
+def _fuzz_values(default: Any) -> list[Any]:
+    """Values of the wrong type for an option with this default."""
+    if isinstance(default, bool):
+        return ["no"]
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return ["x"]
+    return []
+
+
+def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> Any:
+    """The engine-level conformance checks of ``latentfs.fit(model, data, method=method)`` (module docstring);
+    ``data`` defaults to :func:`tiny_data`. Raises AssertionError naming what failed; returns the first fit."""
+    import latentfs
+    from latentfs.core import registry
+    from latentfs.core.data import DataError
+    from latentfs.core.diagnostics import DIAGNOSTICS
+
+    if data is None:
+        data, needed = tiny_data(model)
+        options = {**needed, **options}
+    engine = next((registry._ENGINES[(cls, method)] for cls in type(model).__mro__
+                   if (cls, method) in registry._ENGINES), None)
+    if engine is None:
+        raise AssertionError(f"no engine {method!r} is registered for {type(model).__name__}.")
+    valid = registry.engine_options(engine)
+    where = f"{type(model).__name__} {method!r}"
+    if valid is None:
+        raise AssertionError(f"{where}: the engine takes **options, so unknown names cannot be refused.")
+    quick = {k: v for k, v in _QUICK.items() if k in valid and k not in options}
+    opts = {**quick, **_NEEDS.get((type(model).__name__, method), {}), **options}
+
+    def fit(**extra: Any) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return latentfs.fit(model, data, method=method, **{**opts, **extra})
+
+    # the option schema: unknown names, wrong types
+    try:
+        fit(not_an_option=1)
+    except DataError as exc:
+        if "not_an_option" not in str(exc):
+            raise AssertionError(f"{where}: the error for an unknown option does not name it: {exc}") from None
+    else:
+        raise AssertionError(f"{where}: an unknown option was accepted.")
+    fuzz: list[tuple[str, Any]] = [("seed", "x")] if "seed" in valid else []
+    if registry.is_spec(engine):
+        fuzz += [(name, bad) for name, opt in engine.options.items()  # type: ignore[attr-defined]
+                 if opt.check is not None for bad in _fuzz_values(opt.default)]
+    for name, bad in fuzz:
+        try:
+            fit(**{name: bad})
+        except DataError as exc:
+            if name not in str(exc):
+                raise AssertionError(f"{where}: the error for {name}={bad!r} does not name {name}: {exc}") from None
+        else:
+            raise AssertionError(f"{where}: {name}={bad!r} was accepted.")
+    # the seed rule
+    first, again = fit(seed=3), fit(seed=3)
+    for site, value in _site_arrays(first).items():
+        if not np.array_equal(value, _site_arrays(again)[site], equal_nan=True):  # NaN: an absent component
+            raise AssertionError(f"{where}: site {site!r} differs between two fits with seed 3.")
+    if "seed" in valid:
+        if first.diagnostics.get("seed") != 3:
+            raise AssertionError(f"{where}: diagnostics['seed'] is {first.diagnostics.get('seed')!r}, not the seed 3.")
+        fresh = fit(seed=None)
+        used = fresh.diagnostics.get("seed")
+        if not isinstance(used, int):
+            raise AssertionError(f"{where}: a seed=None fit recorded diagnostics['seed']={used!r}, not an int.")
+        redo = fit(seed=used)
+        for site, value in _site_arrays(fresh).items():
+            if not np.array_equal(value, _site_arrays(redo)[site], equal_nan=True):
+                raise AssertionError(f"{where}: refitting with the recorded seed {used} changed site {site!r}.")
+    # the result contract, save/load included
+    check_result_contract(first)
+    # one diagnostics vocabulary
+    unknown = sorted(set(first.diagnostics) - set(DIAGNOSTICS))
+    if unknown:
+        raise AssertionError(f"{where}: diagnostics keys {unknown} are not in latentfs.core.diagnostics.DIAGNOSTICS.")
+    # one R̂: what summary() prints is what diagnostics holds
+    if first.is_sampled and first.trace.shape[0] >= 2:
+        conv = first.check_convergence(warn=False)
+        table = first.summary()
+        for site, entry in conv.items():
+            rows = [i for i in table.index if str(i) == site or str(i).startswith(f"{site}[")]
+            if rows and np.isfinite(entry["r_hat_max"]):
+                shown = float(np.nanmax(table.loc[rows, "r_hat"].to_numpy(dtype=float)))
+                if not math.isclose(shown, entry["r_hat_max"], rel_tol=1e-9, abs_tol=1e-12):
+                    raise AssertionError(f"{where}: summary() R-hat {shown} for {site!r} but diagnostics say "
+                                         f"{entry['r_hat_max']}.")
+    return first
 
 
 # ---------------------------------------------------------------------------------------------- estimators

@@ -6,7 +6,6 @@ pair raises an error that lists the methods the model has.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.util
 import inspect
@@ -20,7 +19,7 @@ from latentfs.core.parallel import chain_method, check_chain_method, current_cha
 if TYPE_CHECKING:  # what every registered engine returns; imported for the annotation only
     from latentfs.core.results import Posterior
 
-__all__ = ["data_kind", "fit", "register", "methods_for"]
+__all__ = ["data_kind", "engines", "fit", "register", "register_spec", "methods_for"]
 
 _ENGINES: dict[tuple[type, str], Callable[..., Any]] = {}
 
@@ -33,6 +32,25 @@ def register(model_type: type, method: str) -> Callable[[Callable[..., Any]], Ca
         return engine
 
     return deco
+
+
+def register_spec(spec: Any, *model_types: type) -> Any:
+    """Register an :class:`~latentfs.core.pipeline.EngineSpec` for ``spec.method`` on each of ``model_types``:
+    :func:`fit` runs it through the one pipeline (:func:`latentfs.core.pipeline.run`)."""
+    for model_type in model_types:
+        _ENGINES[(model_type, spec.method)] = spec
+    return spec
+
+
+def engines() -> dict[tuple[type, str], Callable[..., Any]]:
+    """Every registered ``(model class, method) -> engine``, all families imported (``check_engine`` runs on each)."""
+    _load_engines()
+    return dict(_ENGINES)
+
+
+def is_spec(engine: Any) -> bool:
+    """Whether ``engine`` is a declarative spec run by the pipeline (not an engine entry function)."""
+    return hasattr(engine, "check_options") and isinstance(getattr(engine, "options", None), dict)
 
 
 def methods_for(model: Any) -> list[str]:
@@ -97,12 +115,21 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Pos
                 options["warn"] = check_flag("warn", options["warn"])
             if "progress" in options:
                 options["progress"] = check_flag("progress", options["progress"], allow_none=True)
+            seed = None
+            if not is_spec(engine) and "seed" in (engine_options(engine) or ()):
+                # the one seed rule, for the engines not yet run by the pipeline (which applies it itself)
+                from latentfs.core.pipeline import resolve_seed
+
+                seed = options["seed"] = resolve_seed(options.get("seed", 0))
             if names:
                 data = _with_names(model, data, names, options)
             with chain_method(how):
                 result = engine(model, data, **options)
-            if how not in ("auto", "sequential") and isinstance(getattr(result, "diagnostics", None), dict):
-                result.diagnostics["chain_method"] = how
+            if isinstance(getattr(result, "diagnostics", None), dict):
+                if seed is not None:
+                    result.diagnostics.setdefault("seed", seed)
+                if how not in ("auto", "sequential"):
+                    result.diagnostics["chain_method"] = how
             return result
     available = methods_for(model)
     if not available:
@@ -189,8 +216,10 @@ def _with_names(model: Any, data: Any, names: dict[str, Any], options: dict[str,
 
 
 def engine_options(engine: Callable[..., Any]) -> list[str] | None:
-    """The option names an engine accepts (its parameters after ``model`` and ``data``), or None when it
-    takes arbitrary ``**options`` and cannot be checked."""
+    """The option names an engine accepts (a spec's schema, or an entry function's parameters after ``model``
+    and ``data``), or None when it takes arbitrary ``**options`` and cannot be checked."""
+    if is_spec(engine):
+        return list(engine.options)  # type: ignore[attr-defined]
     params = list(inspect.signature(engine).parameters.values())[2:]
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return None
@@ -204,12 +233,9 @@ def _check_options(engine: Callable[..., Any], options: dict[str, Any], model: s
         return
     unknown = sorted(set(options) - set(valid))
     if unknown:
-        close = {u: difflib.get_close_matches(u, valid, n=1) for u in unknown}
-        hints = "".join(f" Did you mean {c[0]!r} for {u!r}?" for u, c in close.items() if c)
-        raise DataError(
-            f"options {unknown} are not options of method {method!r} for {model}; valid options: {sorted(valid)}."
-            + hints
-        )
+        from latentfs.core.pipeline import check_option_names
+
+        check_option_names(options, valid, model, method)
 
 
 def _load_engines(model: Any = None) -> None:

@@ -829,7 +829,7 @@ def _fa_result(
             "n_patterns": n_patterns,
             "seconds": seconds,
             "observation_dim": "sample",
-            "restart_log_likelihoods": list(run.info.get("restart_objectives", [float(run.objective)])),
+            "restart_objectives": list(run.info.get("restart_objectives", [float(run.objective)])),
             "best_restart": int(run.info.get("best_restart", 0)),
         },
         log_likelihood=log_likelihood,
@@ -874,7 +874,7 @@ def em_factor_analysis(
         scale-equivariant start, as the ML solution is).
     n_init : int, default 1
         Number of starts: ``init`` first, then random starts; the highest log-likelihood is kept
-        (``diagnostics["restart_log_likelihoods"]``). One :class:`ConvergenceWarning` per fit, for the
+        (``diagnostics["restart_objectives"]``). One :class:`ConvergenceWarning` per fit, for the
         kept run. The default start reaches the better of the two optima of unscaled wine (q=3) that
         factor_analyzer and random starts find; raise ``n_init`` on hard problems.
     regularization : float, optional

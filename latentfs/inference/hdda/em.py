@@ -104,7 +104,7 @@ def hddc_em(
             "converged": bool(fit.converged),
             "n_iter": int(fit.n_iter),
             "interrupted": bool(fit.interrupted),
-            "restart_log_likelihoods": [float(v) for v in fit.restart_log_likelihoods],
+            "restart_objectives": [float(v) for v in fit.restart_log_likelihoods],
             "best_restart": int(fit.best_restart),
             "observation_dim": "sample",
         },

@@ -259,15 +259,14 @@ def _em_engine(
         "n_sequences": len(fam.data.lengths),
         "converged": bool(out["run"].converged),
         "n_iter": int(out["run"].n_iter),
-        "restart_log_likelihoods": [float(r.objective) for r in out["runs"]],
+        "restart_objectives": [float(r.objective) for r in out["runs"]],
         "observation_dim": "sequence",
         "reg_covar": float(reg_covar),
         **information_criteria(ll, n_params, fam.n),
     }
     collapsed = _collapsed_states(fam, out, float(reg_covar), warn)
     if collapsed is not None:
-        diag["collapsed_states"] = collapsed
-        diag["degenerate"] = bool(collapsed)
+        diag["collapsed"] = collapsed  # the one vocabulary: components at a degenerate point, [] when none
     params = fam.export(out["params"])
     return Posterior(
         model=type(model).__name__,

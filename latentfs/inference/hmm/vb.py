@@ -232,7 +232,7 @@ def _vb_engine(
         "bound": bound,
         "converged": bool(best.converged),
         "n_iter": int(best.n_iter),
-        "restart_bounds": [float(r.objective) for r in runs],
+        "restart_objectives": [float(r.objective) for r in runs],
         "n_observations": fam.n,
         "n_sequences": len(fam.data.lengths),
         "n_parameters": model.n_parameters(fam.n_features),

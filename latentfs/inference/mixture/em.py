@@ -14,20 +14,16 @@ in :mod:`~latentfs.inference.mixture.starts`; their public names are re-exported
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from latentfs.core.data import DataError, check_float, check_int, check_seed
-from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
+from latentfs.core.options import check_choice
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, Starts, run_starts, shared
+from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
-from latentfs.core.results import Posterior
 from latentfs.inference.mixture.families import (
     COVARIANCE_M_STEPS,
     FULL_E_STEPS,
@@ -237,168 +233,36 @@ def _complete(fam: Any, state: dict[str, Any], reg: Any) -> dict[str, Any]:
     return {"params": params, "resp": resp, "row_ll": row_ll}
 
 
-#: Starts whose log-likelihoods agree to this relative tolerance reached the same optimum (often in another
-#: labelling); the earlier start is kept, so that summation-order rounding (a sharded fit) picks the same.
-TIE_RTOL = 1e-9
+#: The restart driver of every mixture-like family is the pipeline's (:func:`latentfs.core.pipeline.run_starts`);
+#: the names these families imported from here before it moved to ``core``.
+mixture_em_restarts = run_starts
+EMRestarts = Starts
 
 
-class _Rank:
-    """How :func:`mixture_em_restarts` ranks a run (``key=`` of :func:`~latentfs.core.driver.run_restarts`):
-    runs that are not degenerate first, then the log-likelihood; a later start replaces the one kept so far
-    only when its log-likelihood is higher by more than :data:`TIE_RTOL` (relative), so near-ties go to the
-    earlier start. (``max`` keeps its first item unless a later key compares greater, which is all that is
-    asked of this ordering.)"""
-
-    __slots__ = ("ok", "value")
-
-    def __init__(self, ok: bool, value: float) -> None:
-        self.ok, self.value = bool(ok), float(value)
-
-    def __gt__(self, other: _Rank) -> bool:
-        if self.ok != other.ok:
-            return self.ok
-        if not math.isfinite(other.value):
-            return self.value > other.value
-        return self.value > other.value + TIE_RTOL * max(abs(other.value), 1.0)
-
-    def __lt__(self, other: _Rank) -> bool:
-        return other > self
+def em_start(
+    fam: Any, init: Any, gen: torch.Generator, reg: Any, init_rows: int | None, *, single: bool
+) -> dict[str, Any]:
+    """One start of mixture EM: the parameters of ``init`` when it is a dict, :func:`sample_start` on ``init_rows``
+    rows when given, else the starting responsibilities of ``init`` (:func:`initial_responsibilities`)."""
+    if isinstance(init, dict):
+        params = initial_params(fam, init, gen, reg)
+        resp, row_ll = fam.e_step(params)
+        return {"params": params, "resp": resp, "row_ll": row_ll}
+    if init_rows is not None:
+        return sample_start(fam, init, gen, reg, init_rows, single=single)
+    return {"resp": initial_responsibilities(fam, init, gen, single=single)}
 
 
-@dataclass
-class EMRestarts:
-    """What :func:`mixture_em_restarts` returns.
-
-    Attributes
-    ----------
-    run : OptimizerRun
-        The kept run; with short runs its trace is the short run's followed by the continuation's, and
-        ``n_iter`` counts both.
-    runs : list of OptimizerRun
-        Every start's run (its short run when short runs are used), in start order; a dropped start
-        (``drop=``) has ``state=None``, an empty trace and ``info["dropped"]`` (the reason).
-    best_index : int
-        The start that was kept.
-    """
-
-    run: OptimizerRun
-    runs: list[OptimizerRun]
-    best_index: int
-
-    @property
-    def restart_log_likelihoods(self) -> list[float]:
-        """The log-likelihood each start reached (−inf for a dropped start)."""
-        return [float(r.objective) for r in self.runs]
-
-    @property
-    def dropped(self) -> list[str]:
-        """The reasons the dropped starts were dropped, in start order."""
-        return [str(r.info["dropped"]) for r in self.runs if "dropped" in r.info]
-
-    @property
-    def all_dropped(self) -> bool:
-        return len(self.dropped) == len(self.runs)
-
-    @property
-    def interrupted(self) -> bool:
-        return any(bool(r.interrupted) for r in self.runs) or bool(self.run.interrupted)
-
-    def diagnostics(self) -> dict[str, Any]:
-        """The diagnostics every mixture-like family reports: ``converged``, ``n_iter``, ``interrupted``,
-        ``restart_log_likelihoods`` and ``best_restart``."""
-        return {
-            "converged": bool(self.run.converged),
-            "n_iter": int(self.run.n_iter),
-            "interrupted": self.interrupted,
-            "restart_log_likelihoods": self.restart_log_likelihoods,
-            "best_restart": int(self.best_index),
-        }
+def em_iteration(fam: Any, reg: Any, state: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """An M-step from the state's responsibilities, then the E-step at the new parameters: the state always holds
+    parameters with their own responsibilities and log-likelihood; returns ℓ at the new parameters."""
+    params = fam.m_step(state["resp"], reg)
+    resp, row_ll = fam.e_step(params)
+    return {"params": params, "resp": resp, "row_ll": row_ll}, float(row_ll.sum())
 
 
-def _dropped_run(reason: str) -> OptimizerRun:
-    # A dropped start ends without running out of iterations: marked converged so that the restart loop
-    # never warns about it (it ranks last, and the family refuses the fit when every start is dropped).
-    return OptimizerRun(None, np.empty(0), converged=True, interrupted=False, n_iter=0, info={"dropped": reason})
-
-
-def mixture_em_restarts(
-    start: Callable[[torch.Generator], Any],
-    step: Callable[[Any], tuple[Any, float]],
-    *,
-    n_init: int,
-    seed: Any,
-    max_iter: int,
-    tol: float,
-    short_iter: int = 0,
-    short_tol: float = SHORT_RUN_TOL,
-    degenerate: Callable[[Any], bool] | None = None,
-    finish: Callable[[Any], Any] | None = None,
-    drop: tuple[type[BaseException], ...] = (),
-    warn: bool = True,
-    desc: str = "EM",
-    remedies: str = "raise max_iter, loosen tol, or raise n_init",
-    progress: bool | None = None,
-    callback: Callable[[int, Any, float], None] | None = None,
-) -> EMRestarts:
-    """The EM driver of the mixture-like families (Gaussian, latent class/profile, MFA, HDDC), in the spirit
-    of scikit-learn's ``BaseMixture``: the family supplies the math, this function the restarts.
-
-    Start ``r`` (r = 0 … ``n_init`` − 1) is ``start(generators[r])`` with ``generators =
-    chain_generators(seed, n_init)`` (:func:`~latentfs.core.driver.chain_generators`), so it depends only on
-    the seed and ``r``: the starts run one after another or, under ``latentfs.chain_method("parallel")``, in
-    worker processes, with the same result. Each start is iterated with ``step(state) -> (state, ℓ)``
-    (ℓ the log-likelihood at the state passed in) by :func:`~latentfs.core.driver.run_optimizer`, the starts
-    by :func:`~latentfs.core.driver.run_restarts`.
-
-    With ``short_iter > 0`` and several starts, each start gets a short run (``short_iter`` iterations or a
-    relative change below ``max(tol, short_tol)``) and only the best is continued to convergence (the "short
-    runs of EM" strategy of Biernacki, Celeux & Govaert 2003, CSDA 41); otherwise every start runs to
-    convergence. Runs are ranked by ``degenerate(state)`` (degenerate last) and then ℓ, near-ties
-    (:data:`TIE_RTOL`) going to the earlier start. An exception of a type in ``drop`` raised by a start or a
-    step of a start's (short) run drops that start (HDDC: a cluster lost its points); it ranks last, and
-    :attr:`EMRestarts.all_dropped` tells the family that nothing is left. ``finish(state)`` completes a
-    run's last state (e.g. a state stopped before its first step). At most one
-    :class:`~latentfs.core.driver.ConvergenceWarning` per fit, for the run kept.
-
-    Examples
-    --------
-    >>> import torch
-    >>> out = mixture_em_restarts(lambda g: float(torch.rand((), generator=g)), lambda x: (x / 2, -x),
-    ...                           n_init=3, seed=0, max_iter=100, tol=1e-9, warn=False, progress=False)
-    >>> len(out.runs), sorted(out.diagnostics())
-    (3, ['best_restart', 'converged', 'interrupted', 'n_iter', 'restart_log_likelihoods'])
-    """
-    n_init = int(n_init)
-    gens = chain_generators(seed, n_init)
-    short = n_init > 1 and short_iter > 0
-
-    def one_run(state: Any, iters: int, tolerance: float, warn_now: bool) -> OptimizerRun:
-        out = run_optimizer(state, step, max_iter=iters, tol=tolerance, desc=desc, progress=progress,
-                            warn=warn_now, remedies=remedies, callback=callback)
-        if finish is not None:
-            out.state = finish(out.state)
-        return out
-
-    def one(r: int) -> OptimizerRun:
-        iters, tolerance = (min(short_iter, max_iter), max(tol, short_tol)) if short else (max_iter, tol)
-        try:
-            return one_run(start(gens[r]), iters, tolerance, False)
-        except drop as exc:
-            return _dropped_run(str(exc))
-
-    def key(run: OptimizerRun) -> _Rank:
-        if "dropped" in run.info:
-            return _Rank(False, -math.inf)
-        return _Rank(degenerate is None or not degenerate(run.state), run.objective)
-
-    best, runs = run_restarts(n_init, one, warn=warn and not short, desc=desc, remedies=remedies, key=key)
-    best_index = int(best.info["restart"])
-    if short and not best.interrupted and "dropped" not in best.info:
-        # The winner of the short runs, continued to convergence: its own ConvergenceWarning (the only one).
-        more = one_run(best.state, max(max_iter - best.n_iter, 1), tol, warn)
-        best = OptimizerRun(more.state, np.concatenate([best.trace, more.trace]), more.converged,
-                            more.interrupted, best.n_iter + more.n_iter, {**best.info, **more.info})
-    return EMRestarts(best, runs, best_index)
+_EM_REMEDY = ("The data may hold extreme values or near-duplicate rows: rescale the columns, raise reg_covar, or use "
+              "fewer components.")
 
 
 def fit_em(
@@ -416,53 +280,27 @@ def fit_em(
     short_iter: int = SHORT_RUN_ITER,
     init_rows: int | None = None,
 ) -> dict[str, Any]:
-    """EM with restarts on a prepared family; returns the best run's parameters and diagnostics.
-
-    Each iteration is an M-step from the current responsibilities followed by an E-step at the new
-    parameters, so the state always holds parameters together with their own responsibilities and
-    log-likelihood (nothing is recomputed at the end) and the trace is ℓ at each iterate. With several
-    starts every start gets a short EM run (``short_iter`` iterations or a relative change below 1e-4),
-    and only the start with the highest log-likelihood after it is run to convergence (the "short runs of
-    EM" strategy of Biernacki, Celeux & Govaert 2003); ``short_iter=0`` runs every start to convergence.
-    The restarts are those of :func:`mixture_em_restarts`: start r is drawn from the r-th generator spawned
-    from ``seed``. ``reg_covar`` times each column's variance is added to each variance (:func:`scaled_reg`).
-    With ``init_rows`` every start is computed on a seeded sample of that many rows (:func:`sample_start`).
+    """EM with restarts on a prepared family (the start of stepwise EM on its first batch); returns the best run's
+    parameters and diagnostics. The same starts, iterations and restarts as ``latentfs.fit(model, X,
+    method="em")`` (:class:`MixtureEM`), without a result around them.
     """
     max_iter, tol, seed = check_em_options(max_iter, tol, seed)
     short_iter = check_int("short_iter", short_iter, low=0)
     init_rows = check_init_rows(fam, init_rows)
     reg = scaled_reg(fam, reg_covar)
     n_starts = 1 if isinstance(init, dict) else _check_n_init(fam, n_init)
-    desc = f"EM {type(fam.model).__name__}"
-
-    def step(state: dict[str, Any]) -> tuple[dict[str, Any], float]:
-        params = fam.m_step(state["resp"], reg)
-        resp, row_ll = fam.e_step(params)
-        return {"params": params, "resp": resp, "row_ll": row_ll}, float(row_ll.sum())
-
     report = None if callback is None else (lambda it, state, value: callback(it, state["params"], value))
-
-    def start(gen: torch.Generator) -> dict[str, Any]:
-        if isinstance(init, dict):
-            params = initial_params(fam, init, gen, reg)
-            resp, row_ll = fam.e_step(params)
-            return {"params": params, "resp": resp, "row_ll": row_ll}
-        if init_rows is not None:
-            return sample_start(fam, init, gen, reg, init_rows, single=n_starts == 1)
-        return {"resp": initial_responsibilities(fam, init, gen, single=n_starts == 1)}
-
     try:
-        out = mixture_em_restarts(
-            start, step, n_init=n_starts, seed=seed, max_iter=max_iter, tol=tol, short_iter=short_iter,
+        out = run_starts(
+            lambda gen: em_start(fam, init, gen, reg, init_rows, single=n_starts == 1),
+            lambda state: em_iteration(fam, reg, state),
+            n_init=n_starts, seed=seed, max_iter=max_iter, tol=tol, short_iter=short_iter,
             short_tol=SHORT_RUN_TOL, finish=lambda state: _complete(fam, state, reg),
             degenerate=lambda state: bool(collapsed_components(fam, state["params"], reg, reg_covar)),
-            warn=warn, desc=desc, progress=progress, callback=report,
+            warn=warn, desc=f"EM {type(fam.model).__name__}", progress=progress, callback=report,
         )
     except FloatingPointError as exc:
-        raise DataError(
-            f"{exc} The data may hold extreme values or near-duplicate rows: rescale the columns, raise "
-            "reg_covar, or use fewer components."
-        ) from None
+        raise DataError(f"{exc} {_EM_REMEDY}") from None
     state = out.run.state
     return {"params": state["params"], "run": out.run, "runs": out.runs, "best_index": out.best_index,
             "restarts": out, "resp": state["resp"], "row_loglik": state["row_ll"], "reg": reg,
@@ -491,24 +329,22 @@ def _coords(fam: Any) -> dict[str, list[str]]:
     return out
 
 
-def _em_engine(
-    model: Any,
-    data: Any,
-    *,
-    n_init: Any = "auto",
-    init: Any = None,
-    reg_covar: float = DEFAULT_REG_COVAR,
-    max_iter: int = 1000,
-    tol: float = 1e-6,
-    seed: Any = 0,
-    warn: bool = True,
-    progress: bool | None = None,
-    e_step: str = "auto",
-    callback: Any = None,
-    short_iter: int = SHORT_RUN_ITER,
-    init_rows: int | None = None,
-    device: str | torch.device = "cpu",
-) -> Posterior:
+def _init_option(name: str, value: Any) -> Any:
+    if value is None or isinstance(value, dict):
+        return value
+    return check_choice(name, value, sorted(INITIALISATIONS))
+
+
+def _e_step_option(name: str, value: Any) -> Any:
+    return check_choice(name, value, ("auto", *sorted(FULL_E_STEPS)))
+
+
+def _reg_covar(name: str, value: Any) -> float:
+    return check_float(name, value, 0.0, remedy="Pass a small non-negative multiple of the column variances, e.g. "
+                                                 f"{name}=1e-7.")
+
+
+class MixtureEM(EngineSpec):
     """Maximum likelihood by EM with restarts (:func:`latentfs.fit` with ``method="em"``).
 
     Parameters
@@ -572,93 +408,118 @@ def _em_engine(
     >>> res.mean("means").shape, bool(res.diagnostics["converged"])
     ((2, 2), True)
     """
-    from latentfs.core.shards import is_dask_array
 
-    (device,) = check_options(device=device)  # warn and progress: checked once, in latentfs.fit
-    sharded = is_dask_array(data)
-    if sharded and device.type != "cpu":
-        raise DataError(
-            f"device={str(device)!r} applies to data in memory; the shards of a dask array X are fitted on the "
-            "CPU by their workers. Pass device='cpu', or X.compute() to fit it in memory on the device."
-        )
-    if sharded:
-        from latentfs.inference.mixture.sharded import prepare_sharded
-
-        if isinstance(init, dict) and "responsibilities" in init:
-            raise DataError(
-                "init['responsibilities'] is not available for a dask array X (per-row values stay with their "
-                "shards); pass starting parameters, an init string, or fit in memory."
-            )
-        fam: Any = prepare_sharded(model, data, e_step=e_step)
-        if init_rows is None:
-            init_rows = default_init_rows(fam.k)
-    elif isinstance(model, GaussianMixture):
-        fam = family_for(model, data, e_step=e_step, device=device)
-    else:
-        fam = family_for(model, data, device=device)
-    out = fit_em(
-        fam,
-        n_init=n_init,
-        init=init,
-        reg_covar=reg_covar,
-        max_iter=max_iter,
-        tol=tol,
-        seed=seed,
-        warn=warn,
-        progress=progress,
-        callback=callback,
-        short_iter=short_iter,
-        init_rows=init_rows,
-    )
-    params = fam.export(out["params"])
-    ll = float(out["row_loglik"].sum())
-    n_params = model.n_parameters(fam.d)
-    collapsed = out["collapsed"]
-    if warn and collapsed:
-        warnings.warn(collapse_message(collapsed, reg_covar), CollapsedComponentWarning, stacklevel=3)
-    diag = {
-        "log_likelihood": ll,
-        "n_parameters": n_params,
-        "n_observations": fam.n,
-        "entropy": entropy_of(out["resp"]),
-        **out["restarts"].diagnostics(),
-        "observation_dim": "sample",
-        "reg_covar": float(reg_covar),
-        "collapsed": collapsed,
+    method = "em"
+    kind = "optimizer"
+    desc = "EM"
+    options = {
+        "n_init": shared("n_init", "auto", "starts; with several, short runs and the best continued ('auto': as "
+                                           "many as fit in a fixed amount of work)"),
+        "init": Option(None, _init_option, "str or dict",
+                       "'kmeans' (Gaussian default), 'kmeans++', 'random' (latent class default), or starting values"),
+        "reg_covar": Option(DEFAULT_REG_COVAR, _reg_covar, "float ≥ 0",
+                            "added to each variance, as a multiple of that column's variance"),
+        "max_iter": shared("max_iter", 1000),
+        "tol": shared("tol", 1e-6),
+        "seed": shared("seed"),
+        "warn": shared("warn"),
+        "progress": shared("progress"),
+        "e_step": Option("auto", _e_step_option, "str", "the full/tied E-step variant: 'auto', 'gram', 'cholesky'"),
+        "callback": shared("callback", meaning="called as callback(iteration, parameters, log_likelihood)"),
+        "short_iter": Option(SHORT_RUN_ITER, lambda n, v: check_int(n, v, low=0), "int ≥ 0",
+                             "iterations of each short run; 0 runs every start to convergence"),
+        "init_rows": Option(None, None, "int or None", "compute every start on a seeded sample of this many rows"),
+        "device": shared("device"),
     }
-    diag.update(criteria(ll, n_params, fam.n, diag["entropy"]))
-    extras: dict[str, Any]
-    log_lik: Any
-    if sharded:
-        diag["shards"] = fam.n_shards
-        diag["init_rows"] = int(init_rows) if init_rows is not None else None
-        from latentfs.inference.mixture.sharded import _shard_resp, _shard_row_ll
+    degenerate_warning = CollapsedComponentWarning
+    errors = {FloatingPointError: _EM_REMEDY}
 
-        extras = {}  # Posterior makes numpy arrays of its extras: the lazy array is set after construction
-        lazy_resp = fam.dask_rows(_shard_resp, out["params"], fam.k)
-        row_ll = fam.dask_rows(_shard_row_ll, out["params"], None)
-        log_lik = lambda: np.asarray(row_ll.compute())[None, None]  # noqa: E731  (computed on first use)
-    else:
-        extras = {"responsibilities": np.ascontiguousarray(out["resp"].cpu().numpy())}
-        log_lik = out["row_loglik"].cpu().numpy()[None, None]
-    post = Posterior(
-        model=type(model).__name__,
-        method="em",
-        dims=fam.dims(),
-        coords=_coords(fam),
-        trace=out["run"].trace[None],
-        fitted={k: {"family": "point", "value": v} for k, v in params.items()},
-        diagnostics=diag,
-        log_likelihood=log_lik,
-        extras=extras,
-        hyperparameters=model.hyperparameters(),
-    )
-    if sharded:
-        post.extras["responsibilities"] = lazy_resp
-    return post
+    def prepare(self, model: Any, data: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        from latentfs.core.shards import is_dask_array
+
+        init, init_rows = o.init, o.init_rows
+        sharded = is_dask_array(data)
+        if sharded and o.device.type != "cpu":
+            raise DataError(
+                f"device={str(o.device)!r} applies to data in memory; the shards of a dask array X are fitted on the "
+                "CPU by their workers. Pass device='cpu', or X.compute() to fit it in memory on the device."
+            )
+        if sharded:
+            from latentfs.inference.mixture.sharded import prepare_sharded
+
+            if isinstance(init, dict) and "responsibilities" in init:
+                raise DataError(
+                    "init['responsibilities'] is not available for a dask array X (per-row values stay with their "
+                    "shards); pass starting parameters, an init string, or fit in memory."
+                )
+            fam: Any = prepare_sharded(model, data, e_step=o.e_step)
+        elif isinstance(model, GaussianMixture):
+            fam = family_for(model, data, e_step=o.e_step, device=o.device)
+        else:
+            fam = family_for(model, data, device=o.device)
+        if sharded and init_rows is None:
+            init_rows = default_init_rows(fam.k)
+        init_rows = check_init_rows(fam, init_rows)
+        n_starts = 1 if isinstance(init, dict) else _check_n_init(fam, o.n_init)
+        return SimpleNamespace(model=model, fam=fam, sharded=sharded, init_rows=init_rows, n_starts=n_starts,
+                               reg=scaled_reg(fam, o.reg_covar))
+
+    def n_starts(self, prep: Any, o: Options) -> int:
+        return int(prep.n_starts)
+
+    def short_iter(self, prep: Any, o: Options) -> int:
+        return int(o.short_iter)
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator) -> Any:
+        return em_start(prep.fam, o.init, gen, prep.reg, prep.init_rows, single=prep.n_starts == 1)
+
+    def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
+        return em_iteration(prep.fam, prep.reg, state)
+
+    def finish(self, prep: Any, o: Options, state: Any) -> Any:
+        return _complete(prep.fam, state, prep.reg)
+
+    def report(self, o: Options) -> Any:
+        callback = o.callback
+        return None if callback is None else (lambda it, state, value: callback(it, state["params"], value))
+
+    def degenerate(self, prep: Any, o: Options, state: Any) -> list[dict[str, Any]]:
+        return collapsed_components(prep.fam, state["params"], prep.reg, o.reg_covar)
+
+    def degenerate_message(self, prep: Any, o: Options, flags: list[dict[str, Any]]) -> str:
+        return collapse_message(flags, o.reg_covar)
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        fam, model = prep.fam, prep.model
+        state = outcome.run.state
+        ll = float(state["row_ll"].sum())
+        n_params = model.n_parameters(fam.d)
+        diag: dict[str, Any] = {
+            "log_likelihood": ll,
+            "n_parameters": n_params,
+            "n_observations": fam.n,
+            "entropy": entropy_of(state["resp"]),
+            "observation_dim": "sample",
+            "reg_covar": float(o.reg_covar),
+        }
+        diag.update(criteria(ll, n_params, fam.n, diag["entropy"]))
+        ex = Export(dims=fam.dims(), coords=_coords(fam), diagnostics=diag,
+                    fitted={k: {"family": "point", "value": v} for k, v in fam.export(state["params"]).items()})
+        if prep.sharded:
+            from latentfs.inference.mixture.sharded import _shard_resp, _shard_row_ll
+
+            diag["shards"] = fam.n_shards
+            diag["init_rows"] = int(prep.init_rows) if prep.init_rows is not None else None
+            # Posterior makes numpy arrays of its extras: the lazy array is set after construction
+            ex.lazy_extras["responsibilities"] = fam.dask_rows(_shard_resp, state["params"], fam.k)
+            row_ll = fam.dask_rows(_shard_row_ll, state["params"], None)
+            ex.log_likelihood = lambda: np.asarray(row_ll.compute())[None, None]  # computed on first use
+        else:
+            ex.extras["responsibilities"] = np.ascontiguousarray(state["resp"].cpu().numpy())
+            ex.log_likelihood = state["row_ll"].cpu().numpy()[None, None]
+        return ex
 
 
-
-
-for _cls in (GaussianMixture, LatentProfile, LatentClass):
-    register(_cls, "em")(_em_engine)
+register_spec(MixtureEM(), GaussianMixture, LatentProfile, LatentClass)

@@ -17,11 +17,11 @@ from typing import Any
 
 import torch
 
-from latentfs.core.data import check_choice, check_int, check_seed
-from latentfs.core.driver import make_generator, run_sampler
+from latentfs.core.data import check_choice
+from latentfs.core.options import check_flag
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.random import dirichlet_sample, group_softmax, log_gamma_sample
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.registry import register_spec
 from latentfs.inference.mixture.em import _coords
 from latentfs.inference.mixture.families import (
     CategoricalFamily,
@@ -185,25 +185,17 @@ def _onehot(z: torch.Tensor, k: int) -> torch.Tensor:
     return out
 
 
-def _gibbs_engine(
-    model: Any,
-    data: Any,
-    *,
-    num_chains: int = 4,
-    num_warmup: int = 200,
-    num_samples: int = 500,
-    thin: int = 1,
-    seed: Any = 0,
-    progress: bool | None = None,
-    init: str | None = None,
-    pointwise_loglik: bool = True,
-    warn: bool = True,
-) -> Posterior:
+def _init_option(name: str, value: Any) -> Any:
+    return None if value is None else check_choice(name, value, sorted(INITIALISATIONS))
+
+
+class MixtureGibbs(EngineSpec):
     """Block Gibbs with data augmentation (:func:`latentfs.fit` with ``method="gibbs"``).
 
     Each chain starts from k-means++ (or random) responsibilities, draws z from them and θ given z, then
     alternates z | θ and θ | z. Every draw is relabelled (within and across chains, Stephens 2000) on
-    ``means`` (Gaussian) or ``item_probs`` (latent class); the permutations are recorded in
+    every component-indexed site jointly (``weights``, ``means``, ``covariance``; ``item_probs`` for latent class)
+    by the pipeline; the permutations are recorded in
     ``Posterior.alignment`` and ``Posterior.relabel_permutations``. Rank-normalised R̂ and bulk / tail ESS of
     the relabelled draws are stored in ``diagnostics["convergence"]`` (:meth:`Posterior.check_convergence`);
     with ``warn`` (default) a :class:`~latentfs.core.driver.ConvergenceWarning` names each site that has not
@@ -219,18 +211,32 @@ def _gibbs_engine(
     >>> res.samples("means").shape
     (2, 30, 2, 3)
     """
-    seed = check_seed(seed)
-    num_chains = check_int("num_chains", num_chains, low=1, remedy="Pass num_chains=4 (at least 2 to check R-hat).")
-    num_warmup = check_int("num_warmup", num_warmup, low=0)
-    num_samples = check_int("num_samples", num_samples, low=1, remedy="Pass a positive number of draws, e.g. 500.")
-    thin = check_int("thin", thin, low=1)
-    if init is not None:
-        check_choice("init", init, sorted(INITIALISATIONS))
-    fam = family_for(model, data)
-    pr = prior_tensors(fam)
 
-    def init_fn(gen: torch.Generator) -> dict[str, Any]:
-        resp = initial_responsibilities(fam, init, gen)
+    method = "gibbs"
+    kind = "sampler"
+    desc = "Gibbs"
+    options = {
+        "num_chains": shared("num_chains", 4),
+        "num_warmup": shared("num_warmup", 200),
+        "num_samples": shared("num_samples", 500),
+        "thin": shared("thin"),
+        "seed": shared("seed"),
+        "progress": shared("progress"),
+        "init": Option(None, _init_option, "str or None", "'kmeans', 'kmeans++' or 'random' starting responsibilities"),
+        "pointwise_loglik": Option(True, lambda n, v: bool(check_flag(n, v)), "bool",
+                                   "keep each row's log-likelihood per draw (the log_likelihood group, DIC, LOO)"),
+        "warn": shared("warn"),
+    }
+
+    def prepare(self, model: Any, data: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        fam = family_for(model, data)
+        return SimpleNamespace(model=model, fam=fam, pr=prior_tensors(fam))
+
+    def init(self, prep: Any, o: Options, gen: torch.Generator) -> Any:
+        fam, pr = prep.fam, prep.pr
+        resp = initial_responsibilities(fam, o.init, gen)
         u = torch.rand(fam.n, 1, generator=gen, dtype=resp.dtype)
         z = (torch.cumsum(resp, 1) < u).sum(1).clamp_max(fam.k - 1)
         params = sample_parameters(fam, conjugate_posterior(fam, fam.statistics(_onehot(z, fam.k)), pr), gen)
@@ -238,63 +244,36 @@ def _gibbs_engine(
 
     # A state carries log p(x_i, z_i = k | its params) ("lj"): the next step's assignment draw and the kept
     # draw's log-likelihood both need it; computing it once per step saved a fifth of a small fit's time.
-    def step(state: dict[str, Any], gen: torch.Generator) -> tuple[dict[str, Any], float]:
+    def sample(self, prep: Any, o: Options, state: Any, gen: torch.Generator) -> tuple[Any, float]:
+        fam = prep.fam
         lj = state["lj"]
         row_ll = torch.logsumexp(lj, 1)
         z = _sample_assignment(lj, gen)
-        post = conjugate_posterior(fam, fam.statistics(_onehot(z, fam.k)), pr)
+        post = conjugate_posterior(fam, fam.statistics(_onehot(z, fam.k)), prep.pr)
         params = sample_parameters(fam, post, gen)
         new = {"params": params, "z": z, "row_ll": row_ll, "lj": log_joint_components(fam, params)}
         return new, float(row_ll.sum())
 
-    def collect(state: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = fam.export(state["params"])
+    def collect(self, prep: Any, o: Options, state: Any) -> dict[str, Any]:
+        out: dict[str, Any] = prep.fam.export(state["params"])
         row_ll = torch.logsumexp(state["lj"], 1)
         out["log_likelihood"] = float(row_ll.sum())
-        if pointwise_loglik:
+        if o.pointwise_loglik:
             out["pointwise"] = row_ll.numpy()
         return out
 
-    run = run_sampler(
-        init_fn,
-        step,
-        collect,
-        num_chains=num_chains,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        thin=thin,
-        seed=make_generator(seed) if isinstance(seed, torch.Generator) else seed,
-        desc=f"Gibbs {type(model).__name__}",
-        progress=progress,
-    )
-    draws = dict(run.draws)
-    pointwise = draws.pop("pointwise", None)
-    total_ll = draws.pop("log_likelihood")
-    dims = fam.dims()
-    post = Posterior(
-        model=type(model).__name__,
-        method="gibbs",
-        dims=dims,
-        coords=_coords(fam),
-        trace=run.trace,
-        draws=draws,
-        log_likelihood=pointwise,
-        diagnostics={
-            "observation_dim": "sample",
-            "num_chains": int(run.trace.shape[0]),
-            "num_samples": int(run.n_draws),
-            "interrupted": bool(run.interrupted),
-            "n_observations": fam.n,
-            "n_parameters": model.n_parameters(fam.d),
-        },
-        sample_stats={"total_log_likelihood": total_ll},
-        hyperparameters=model.hyperparameters(),
-    )
-    key = "item_probs" if fam.kind == "categorical" else "means"
-    post.align(key, "component")
-    post.check_convergence(warn=warn)
-    return post
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        fam = prep.fam
+        draws = dict(outcome.draws)
+        pointwise = draws.pop("pointwise", None)
+        total_ll = draws.pop("log_likelihood")
+        return Export(
+            dims=fam.dims(), coords=_coords(fam), draws=draws, log_likelihood=pointwise,
+            diagnostics={"observation_dim": "sample", "n_observations": fam.n,
+                         "n_parameters": prep.model.n_parameters(fam.d)},
+            sample_stats={"total_log_likelihood": total_ll},
+            relabel=("item_probs" if fam.kind == "categorical" else "means", "component"),
+        )
 
 
-for _cls in (GaussianMixture, LatentProfile, LatentClass):
-    register(_cls, "gibbs")(_gibbs_engine)
+register_spec(MixtureGibbs(), GaussianMixture, LatentProfile, LatentClass)

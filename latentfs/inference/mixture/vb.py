@@ -20,12 +20,10 @@ from typing import Any
 import torch
 from torch.distributions import Dirichlet, Gamma, kl_divergence
 
-from latentfs.core.data import DataError, check_choice
-from latentfs.core.driver import make_generator, run_optimizer, run_restarts
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
-from latentfs.inference.mixture.em import _check_n_init, _coords, check_em_options, entropy_of
+from latentfs.core.data import check_choice
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
+from latentfs.inference.mixture.em import _check_n_init, _coords, entropy_of
 from latentfs.inference.mixture.families import (
     FULL_E_STEPS,
     CategoricalFamily,
@@ -208,21 +206,22 @@ def _fitted_sites(fam: Any, q: dict[str, torch.Tensor]) -> dict[str, dict[str, A
     return out
 
 
-def _vb_engine(
-    model: Any,
-    data: Any,
-    *,
-    n_init: Any = 3,
-    init: str | None = None,
-    max_iter: int = 1000,
-    tol: float = 1e-8,
-    seed: Any = 0,
-    warn: bool = True,
-    progress: bool | None = None,
-    callback: Any = None,
-    device: str | torch.device = "cpu",
-) -> Posterior:
+def _init_option(name: str, value: Any) -> Any:
+    return None if value is None else check_choice(name, value, sorted(INITIALISATIONS))
+
+
+def _bound_at(fam: Any, q: dict[str, torch.Tensor], pr: dict[str, torch.Tensor]) -> tuple[torch.Tensor, float]:
+    """The responsibilities and the bound ℒ at q(θ) with its optimal q(z)."""
+    rho = torch.digamma(q["alpha"]) - torch.digamma(q["alpha"].sum()) + expected_log_component(fam, q)
+    resp, lse = responsibilities(rho)
+    return resp, float(lse.sum() - kl_parameters(fam, q, pr))
+
+
+class MixtureVB(EngineSpec):
     """Mean-field VB with restarts (:func:`latentfs.fit` with ``method="vb"``); the best bound wins.
+
+    Start r draws its responsibilities from the r-th generator spawned from ``seed`` (the pipeline's restart rule),
+    so the starts run one after another or in worker processes with the same result.
 
     ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``) is where the updates run, in float64; the starts are drawn
     on the host and moved there, and the result holds NumPy arrays.
@@ -237,59 +236,56 @@ def _vb_engine(
     >>> res.samples("weights").shape, bool(res.diagnostics["converged"])
     ((1, 200, 2), True)
     """
-    (device,) = check_options(device=device)  # warn and progress: checked once, in latentfs.fit
-    fam = family_for(model, data, device=device)
-    pr = prior_tensors(fam)
-    if init is not None:
-        check_choice("init", init, sorted(INITIALISATIONS))
-    max_iter, tol, seed = check_em_options(max_iter, tol, seed)
-    n_starts = _check_n_init(fam, n_init)
-    gen = make_generator(seed)
-    desc = f"VB {type(model).__name__}"
 
-    def run_one(_: int) -> Any:
-        resp0 = initial_responsibilities(fam, init, gen)
-        q0 = conjugate_posterior(fam, fam.statistics(resp0), pr)
-        return run_optimizer(q0, lambda q: vb_step(fam, q, pr), max_iter=max_iter, tol=tol, desc=desc,
-                             progress=progress, warn=False, callback=callback)
-
-    try:
-        best, runs = run_restarts(n_starts, run_one, warn=warn, desc=desc)
-    except FloatingPointError as exc:
-        raise DataError(
-            f"{exc} The data may hold extreme values or near-duplicate rows: rescale the columns, or set a "
-            "stronger prior (covariance_prior, degrees_of_freedom)."
-        ) from None
-    q = best.state
-    rho = torch.digamma(q["alpha"]) - torch.digamma(q["alpha"].sum()) + expected_log_component(fam, q)
-    resp, lse = responsibilities(rho)
-    bound = float(lse.sum() - kl_parameters(fam, q, pr))
-    diag = {
-        "bound": bound,
-        "converged": bool(best.converged),
-        "interrupted": any(bool(r.interrupted) for r in runs) or bool(best.interrupted),
-        "n_iter": int(best.n_iter),
-        "restart_bounds": [float(r.objective) for r in runs],
-        "n_observations": fam.n,
-        "n_parameters": model.n_parameters(fam.d),
-        "entropy": entropy_of(resp),
-        "observation_dim": "sample",
+    method = "vb"
+    kind = "optimizer"
+    desc = "VB"
+    remedies = "raise max_iter, loosen tol, or raise n_init"
+    options = {
+        "n_init": shared("n_init", 3, "random starts; the best bound is kept"),
+        "init": Option(None, _init_option, "str or None", "'kmeans', 'kmeans++' or 'random' starting responsibilities"),
+        "max_iter": shared("max_iter", 1000),
+        "tol": shared("tol", 1e-8),
+        "seed": shared("seed"),
+        "warn": shared("warn"),
+        "progress": shared("progress"),
+        "callback": shared("callback", meaning="called as callback(iteration, q, bound)"),
+        "device": shared("device"),
     }
-    return Posterior(
-        model=type(model).__name__,
-        method="vb",
-        dims=fam.dims(),
-        coords=_coords(fam),
-        trace=best.trace[None],
-        fitted=_fitted_sites(fam, q),
-        diagnostics=diag,
-        extras={
-            "responsibilities": resp.cpu().numpy(),
-            **({"item_concentration": q["item_concentration"].cpu().numpy()} if fam.kind == "categorical" else {}),
-        },
-        hyperparameters=model.hyperparameters(),
-    )
+    errors = {FloatingPointError: "The data may hold extreme values or near-duplicate rows: rescale the columns, "
+                                  "or set a stronger prior (covariance_prior, degrees_of_freedom)."}
+
+    def prepare(self, model: Any, data: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        fam = family_for(model, data, device=o.device)
+        return SimpleNamespace(model=model, fam=fam, pr=prior_tensors(fam), n_starts=_check_n_init(fam, o.n_init))
+
+    def n_starts(self, prep: Any, o: Options) -> int:
+        return int(prep.n_starts)
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator) -> Any:
+        resp0 = initial_responsibilities(prep.fam, o.init, gen)
+        return conjugate_posterior(prep.fam, prep.fam.statistics(resp0), prep.pr)
+
+    def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
+        return vb_step(prep.fam, state, prep.pr)
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        fam, q = prep.fam, outcome.run.state
+        resp, bound = _bound_at(fam, q, prep.pr)
+        diag = {
+            "bound": bound,
+            "n_observations": fam.n,
+            "n_parameters": prep.model.n_parameters(fam.d),
+            "entropy": entropy_of(resp),
+            "observation_dim": "sample",
+        }
+        extras = {"responsibilities": resp.cpu().numpy()}
+        if fam.kind == "categorical":
+            extras["item_concentration"] = q["item_concentration"].cpu().numpy()
+        return Export(dims=fam.dims(), coords=_coords(fam), fitted=_fitted_sites(fam, q), extras=extras,
+                      diagnostics=diag)
 
 
-for _cls in (GaussianMixture, LatentProfile, LatentClass):
-    register(_cls, "vb")(_vb_engine)
+register_spec(MixtureVB(), GaussianMixture, LatentProfile, LatentClass)

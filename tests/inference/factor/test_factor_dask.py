@@ -49,7 +49,7 @@ def _assert_same(got, ref):
         _close(got.mean(site), ref.mean(site))
     for key in ("log_likelihood", "bic", "missing_fraction", "log_prior"):
         _close(got.diagnostics[key], ref.diagnostics[key])
-    _close(got.diagnostics["restart_log_likelihoods"], ref.diagnostics["restart_log_likelihoods"])
+    _close(got.diagnostics["restart_objectives"], ref.diagnostics["restart_objectives"])
     assert got.diagnostics["best_restart"] == ref.diagnostics["best_restart"]
     assert got.diagnostics["n_patterns"] == ref.diagnostics["n_patterns"]
     assert got.diagnostics["heywood_features"] == ref.diagnostics["heywood_features"]

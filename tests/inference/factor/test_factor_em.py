@@ -267,7 +267,7 @@ def test_mfa_recovers_planted_mixture_with_restarts():
         np.testing.assert_allclose(Wk @ Wk.T, W[k] @ W[k].T, atol=0.25)
     tr = post.trace[0]
     assert (np.diff(tr) >= -1e-10 * np.abs(tr[1:])).all()
-    lls = post.diagnostics["restart_log_likelihoods"]
+    lls = post.diagnostics["restart_objectives"]
     assert len(lls) == 3 and post.diagnostics["log_likelihood"] >= max(lls) - 1e-6 * abs(max(lls))
     resp = post.extras["responsibilities"]
     agree = (resp.argmax(1) == order[sim["assignment"]]).mean()

@@ -21,7 +21,7 @@ def test_mfa_best_restart_that_is_not_the_first_does_not_crash():
     # not the first one (this raised "Boolean value of Tensor … is ambiguous" before).
     X = _wine(scaled=True)
     post = fit(MixtureOfFactorAnalyzers(3, 2), X, method="em", seed=0, n_init=4, max_iter=300, warn=False)
-    lls = np.asarray(post.diagnostics["restart_log_likelihoods"])
+    lls = np.asarray(post.diagnostics["restart_objectives"])
     best = post.diagnostics["best_restart"]
     assert isinstance(best, int) and lls[best] == lls.max()
     assert post.diagnostics["log_likelihood"] >= lls.max() - 1e-6 * abs(lls.max())
@@ -41,7 +41,7 @@ def test_fa_default_start_reaches_the_better_optimum_on_unscaled_wine():
 def test_fa_restarts_keep_the_best_and_warn_once():
     X = _wine(scaled=False)
     post = fit(FactorAnalysis(3), X, method="em", n_init=4, seed=0)
-    lls = np.asarray(post.diagnostics["restart_log_likelihoods"])
+    lls = np.asarray(post.diagnostics["restart_objectives"])
     assert lls.shape == (4,)
     assert post.diagnostics["log_likelihood"] >= lls.max() - 1e-6 * abs(lls.max())
     assert lls[post.diagnostics["best_restart"]] == lls.max()

@@ -75,7 +75,7 @@ def _arrays(fitted):
     for name, value in fitted.extras.items():
         if isinstance(value, np.ndarray) and value.dtype != object:
             out[f"extra:{name}"] = value
-    out["restart_log_likelihoods"] = np.asarray(fitted.diagnostics["restart_log_likelihoods"])
+    out["restart_objectives"] = np.asarray(fitted.diagnostics["restart_objectives"])
     return out
 
 
@@ -119,7 +119,7 @@ def test_parallel_restarts_equal_the_sequential_fit(name):
         par = make(n_init=3, seed=4)
     _assert_same(seq, par)
     if name != "hddc-estimator":
-        assert len(seq.diagnostics["restart_log_likelihoods"]) == 3
+        assert len(seq.diagnostics["restart_objectives"]) == 3
         assert par.diagnostics["best_restart"] == seq.diagnostics["best_restart"]
 
 
@@ -133,7 +133,7 @@ def test_the_same_seed_gives_the_same_fit(name):
 def test_every_family_reports_the_restart_diagnostics(name):
     post = FITS[name](n_init=3, seed=2)
     d = post.diagnostics
-    lls = np.asarray(d["restart_log_likelihoods"])
+    lls = np.asarray(d["restart_objectives"])
     assert lls.shape == (3,) and isinstance(d["best_restart"], int) and 0 <= d["best_restart"] < 3
     assert isinstance(d["converged"], bool) and d["converged"]
     assert d["n_iter"] == len(post.trace[0]) >= 1

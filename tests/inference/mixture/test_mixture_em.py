@@ -148,7 +148,7 @@ def test_categorical_latent_class_recovery():
 def test_restarts_keep_the_best_run():
     gm, sim = _planted_gaussian("diag", seed=6)
     res = latentfs.fit(gm, sim["data"], method="em", init="random", n_init=4, seed=0)
-    restarts = res.diagnostics["restart_log_likelihoods"]
+    restarts = res.diagnostics["restart_objectives"]
     assert len(restarts) == 4
     assert res.trace[0][-1] == pytest.approx(max(restarts))
 

@@ -1,0 +1,542 @@
+"""One pipeline for every engine spec (DESIGN.md, contract 2).
+
+An engine is a declarative :class:`EngineSpec` registered for a ``(model class, method)`` pair: an option schema
+(:class:`Option`: default, rule, one-line meaning), ``prepare`` (the data, once per fit), and either
+
+* an **optimiser** (EM, VB, MAP): ``start(prep, o, generator) -> state`` and ``step(prep, o, state) -> (state,
+  objective)``, the objective at the state passed in; or
+* a **sampler** (Gibbs): ``init(prep, o, generator) -> state``, ``sample(prep, o, state, generator) -> (state,
+  lp)`` and ``collect(prep, o, state) -> {site: value}`` for each kept draw;
+
+then ``export(prep, o, outcome) -> Export`` (the sites and extras the result holds). :func:`run` owns what is the
+same for every engine, so no engine writes it again:
+
+1. **options**: unknown names refused with the valid ones and the closest match; every value checked by its
+   rule (the shared options, :data:`SHARED`, have one rule and one meaning everywhere); defaults filled in;
+2. **the seed rule**: ``seed`` defaults to 0 for every engine and estimator; ``None`` draws a fresh seed from the
+   operating system's entropy; a numpy or torch generator gives one draw; the integer actually used is recorded
+   as ``diagnostics["seed"]``, so every result can be refitted exactly;
+3. **restarts** (optimisers): start r draws from the r-th generator spawned from the seed
+   (:func:`~latentfs.core.driver.chain_generators`), so the starts run one after another or in worker processes
+   with the same result; optional short runs (Biernacki, Celeux & Govaert 2003) with the best start continued;
+   runs ranked by degeneracy, then objective, near-ties to the earlier start (:func:`run_starts`);
+   **chains** (samplers) through :func:`~latentfs.core.driver.run_sampler`;
+4. **degeneracy**: ``degenerate(prep, o, state)`` lists the components at a degenerate point (a collapsed
+   variance); the pipeline ranks restarts by it, warns with the spec's message and records the list as
+   ``diagnostics["collapsed"]``;
+5. **diagnostics** in one vocabulary (:data:`latentfs.core.diagnostics.DIAGNOSTICS`): ``seed``, ``converged``,
+   ``n_iter``, ``interrupted``, ``restart_objectives``, ``best_restart`` (optimisers); ``num_chains``,
+   ``num_samples``, ``interrupted`` (samplers), then the spec's own;
+6. **the result**: one :class:`~latentfs.core.results.Posterior`; a sampler's draws relabelled on every
+   component-indexed site jointly before its one R̂/ESS check (:meth:`Posterior.align`,
+   :meth:`Posterior.check_convergence`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentfs.core.driver import OptimizerRun, SamplerRun, chain_generators, run_optimizer, run_restarts, run_sampler
+from latentfs.core.errors import DataError
+from latentfs.core.options import (
+    _is_torch_generator,
+    check_device,
+    check_flag,
+    check_float,
+    check_int,
+    check_seed,
+)
+
+__all__ = [
+    "EngineSpec",
+    "Export",
+    "Option",
+    "Options",
+    "SHARED",
+    "Starts",
+    "option_table",
+    "resolve_seed",
+    "run",
+    "run_starts",
+    "shared",
+]
+
+
+# ----------------------------------------------------------------------------- options
+@dataclass(frozen=True)
+class Option:
+    """One engine option: its ``default``, its rule (``check(name, value) -> checked value``, raising a
+    :class:`~latentfs.core.data.DataError` that names the option, the rule, the value and a remedy), the
+    ``type`` as a reader writes it and a one-line ``meaning`` (the documentation's option tables come from
+    here)."""
+
+    default: Any
+    check: Callable[[str, Any], Any] | None = None
+    type: str = "any"
+    meaning: str = ""
+
+
+def _int_at_least(low: int, remedy: str = "") -> Callable[[str, Any], int]:
+    return lambda name, value: check_int(name, value, low=low, remedy=remedy)
+
+
+def _tolerance(name: str, value: Any) -> float:
+    return check_float(name, value, 0.0, remedy=f"Pass a small non-negative relative tolerance, e.g. {name}=1e-6.")
+
+
+def _seed(name: str, value: Any) -> Any:
+    return check_seed(value, name=name)
+
+
+def _flag(name: str, value: Any) -> bool:
+    return bool(check_flag(name, value))
+
+
+def _maybe_flag(name: str, value: Any) -> bool | None:
+    return check_flag(name, value, allow_none=True)
+
+
+def _device(name: str, value: Any) -> torch.device:
+    return check_device(value, name=name)
+
+
+def _callback(name: str, value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise DataError(
+            f"{name} must be a function called as {name}(iteration, state, objective), or None; got "
+            f"{value!r} ({type(value).__name__}). Pass a function or leave it out."
+        )
+    return value
+
+
+def _n_init(name: str, value: Any) -> Any:
+    if isinstance(value, str) and value == "auto":
+        return value
+    if isinstance(value, str):
+        raise DataError(f"{name} must be 'auto' or a positive integer; got {value!r}. Pass {name}='auto' or e.g. 5.")
+    return check_int(name, value, low=1, remedy=f"Pass {name}='auto' or a positive number of starts, e.g. 5.")
+
+
+#: The options every engine that takes them shares: one rule and one meaning each (an engine may change the
+#: default with :func:`shared`).
+SHARED: dict[str, Option] = {
+    "seed": Option(0, _seed, "int, None or generator",
+                   "the random seed; the default 0 makes every fit reproducible, None draws a fresh one; the seed "
+                   "used is recorded in diagnostics['seed']"),
+    "warn": Option(True, _flag, "bool", "warn on non-convergence and degenerate fits"),
+    "progress": Option(None, _maybe_flag, "bool or None", "a progress bar; None shows one when stderr is a terminal"),
+    "max_iter": Option(1000, _int_at_least(1, "max_iter=0 would return the random start as a fit; pass e.g. "
+                                              "max_iter=200."), "int ≥ 1", "the most iterations of a start"),
+    "tol": Option(1e-6, _tolerance, "float ≥ 0", "stop when the objective's relative change is at most this"),
+    "n_init": Option("auto", _n_init, "'auto' or int ≥ 1", "the number of random starts; the best one is kept"),
+    "num_chains": Option(4, _int_at_least(1, "Pass num_chains=1 or more (4 lets R-hat compare chains)."),
+                         "int ≥ 1", "the number of chains"),
+    "num_warmup": Option(200, _int_at_least(0), "int ≥ 0", "the steps of each chain before draws are kept"),
+    "num_samples": Option(500, _int_at_least(1, "A sampler needs at least one kept draw; pass e.g. "
+                                                "num_samples=200."), "int ≥ 1", "the draws kept per chain"),
+    "thin": Option(1, _int_at_least(1), "int ≥ 1", "keep every thin-th step after warm-up"),
+    "device": Option("cpu", _device, "str or torch.device", "where the updates run ('cpu', 'cuda', 'cuda:1')"),
+    "callback": Option(None, _callback, "callable or None", "called as callback(iteration, state, objective)"),
+}
+
+
+def shared(name: str, default: Any = ..., meaning: str | None = None) -> Option:
+    """The shared option ``name`` (:data:`SHARED`), with this engine's default or meaning where it differs."""
+    base = SHARED[name]
+    return replace(base, default=base.default if default is ... else default,
+                   meaning=base.meaning if meaning is None else meaning)
+
+
+class Options(dict):  # type: ignore[type-arg]
+    """The checked options of one fit, read as attributes (``o.max_iter``) or items."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def resolve_seed(seed: Any) -> int:
+    """The seed rule: an int is used as given; None draws a fresh one from the operating system's entropy; a
+    numpy Generator, SeedSequence or torch.Generator gives one draw (so the generator moves on). Returns the int
+    that seeds the fit, which the result records."""
+    seed = check_seed(seed)
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0] % 2**63)
+    if _is_torch_generator(seed):
+        return int(torch.randint(0, 2**62, (1,), generator=seed).item())
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(0, 2**62))
+    if isinstance(seed, np.random.SeedSequence):
+        return int(seed.generate_state(1, dtype=np.uint64)[0] % 2**63)
+    return int(seed)
+
+
+def check_option_names(given: Mapping[str, Any], valid: list[str], model: str, method: str) -> None:
+    """Refuse option names the engine does not take, listing the valid ones and the closest match."""
+    unknown = sorted(set(given) - set(valid))
+    if unknown:
+        close = {u: difflib.get_close_matches(u, valid, n=1) for u in unknown}
+        hints = "".join(f" Did you mean {c[0]!r} for {u!r}?" for u, c in close.items() if c)
+        raise DataError(
+            f"options {unknown} are not options of method {method!r} for {model}; valid options: {sorted(valid)}."
+            + hints
+        )
+
+
+def option_table(spec: EngineSpec) -> str:
+    """The spec's options as a Markdown table (name, type, default, meaning): the documentation's source."""
+    rows = ["| option | type | default | meaning |", "|---|---|---|---|"]
+    for name, opt in spec.options.items():
+        rows.append(f"| `{name}` | {opt.type} | `{opt.default!r}` | {opt.meaning} |")
+    return "\n".join(rows)
+
+
+# ----------------------------------------------------------------------------- restarts
+#: Starts whose objectives agree to this relative tolerance reached the same optimum (often in another labelling);
+#: the earlier start is kept, so that summation-order rounding (a sharded fit) picks the same one.
+TIE_RTOL = 1e-9
+SHORT_RUN_TOL = 1e-4
+
+
+class _Rank:
+    """How :func:`run_starts` ranks a run: runs that are not degenerate first, then the objective; a later start
+    replaces the one kept so far only when its objective is higher by more than :data:`TIE_RTOL` (relative), so
+    near-ties go to the earlier start (``max`` keeps its first item unless a later key compares greater)."""
+
+    __slots__ = ("ok", "value")
+
+    def __init__(self, ok: bool, value: float) -> None:
+        self.ok, self.value = bool(ok), float(value)
+
+    def __gt__(self, other: _Rank) -> bool:
+        if self.ok != other.ok:
+            return self.ok
+        if not math.isfinite(other.value):
+            return self.value > other.value
+        return self.value > other.value + TIE_RTOL * max(abs(other.value), 1.0)
+
+    def __lt__(self, other: _Rank) -> bool:
+        return other > self
+
+
+@dataclass
+class Starts:
+    """What :func:`run_starts` returns.
+
+    Attributes
+    ----------
+    run : OptimizerRun
+        The kept run; with short runs its trace is the short run's followed by the continuation's, and ``n_iter``
+        counts both.
+    runs : list of OptimizerRun
+        Every start's run (its short run when short runs are used), in start order; a dropped start (``drop=``)
+        has ``state=None``, an empty trace and ``info["dropped"]`` (the reason).
+    best_index : int
+        The start that was kept.
+    """
+
+    run: OptimizerRun
+    runs: list[OptimizerRun]
+    best_index: int
+
+    @property
+    def restart_objectives(self) -> list[float]:
+        """The objective each start reached (−inf for a dropped start)."""
+        return [float(r.objective) for r in self.runs]
+
+    #: the same list under the name the mixture-like families used before the one vocabulary
+    restart_log_likelihoods = restart_objectives
+
+    @property
+    def dropped(self) -> list[str]:
+        """The reasons the dropped starts were dropped, in start order."""
+        return [str(r.info["dropped"]) for r in self.runs if "dropped" in r.info]
+
+    @property
+    def all_dropped(self) -> bool:
+        return len(self.dropped) == len(self.runs)
+
+    @property
+    def interrupted(self) -> bool:
+        return any(bool(r.interrupted) for r in self.runs) or bool(self.run.interrupted)
+
+    def diagnostics(self) -> dict[str, Any]:
+        """The diagnostics of every optimiser with restarts: ``converged``, ``n_iter``, ``interrupted``,
+        ``restart_objectives`` and ``best_restart``."""
+        return {
+            "converged": bool(self.run.converged),
+            "n_iter": int(self.run.n_iter),
+            "interrupted": self.interrupted,
+            "restart_objectives": self.restart_objectives,
+            "best_restart": int(self.best_index),
+        }
+
+
+def _dropped_run(reason: str) -> OptimizerRun:
+    # A dropped start ends without running out of iterations: marked converged so that the restart loop never warns
+    # about it (it ranks last, and the family refuses the fit when every start is dropped).
+    return OptimizerRun(None, np.empty(0), converged=True, interrupted=False, n_iter=0, info={"dropped": reason})
+
+
+def run_starts(
+    start: Callable[[torch.Generator], Any],
+    step: Callable[[Any], tuple[Any, float]],
+    *,
+    n_init: int,
+    seed: Any,
+    max_iter: int,
+    tol: float,
+    short_iter: int = 0,
+    short_tol: float = SHORT_RUN_TOL,
+    degenerate: Callable[[Any], bool] | None = None,
+    finish: Callable[[Any], Any] | None = None,
+    drop: tuple[type[BaseException], ...] = (),
+    warn: bool = True,
+    desc: str = "fit",
+    remedies: str = "raise max_iter, loosen tol, or raise n_init",
+    progress: bool | None = None,
+    callback: Callable[[int, Any, float], None] | None = None,
+    settled: Callable[[Any], bool] | None = None,
+) -> Starts:
+    """The restart driver of every optimiser, in the spirit of scikit-learn's ``BaseMixture``: the engine supplies
+    the math, this function the restarts.
+
+    Start ``r`` (r = 0 … ``n_init`` − 1) is ``start(generators[r])`` with ``generators = chain_generators(seed,
+    n_init)`` (:func:`~latentfs.core.driver.chain_generators`), so it depends only on the seed and ``r``: the starts
+    run one after another or, under ``latentfs.chain_method("parallel")``, in worker processes, with the same
+    result. Each start is iterated with ``step(state) -> (state, objective)`` (the objective at the state passed
+    in) by :func:`~latentfs.core.driver.run_optimizer`, the starts by :func:`~latentfs.core.driver.run_restarts`.
+
+    With ``short_iter > 0`` and several starts, each start gets a short run (``short_iter`` iterations or a relative
+    change below ``max(tol, short_tol)``) and only the best is continued to convergence (the "short runs of EM"
+    strategy of Biernacki, Celeux & Govaert 2003, CSDA 41); otherwise every start runs to convergence. Runs are
+    ranked by ``degenerate(state)`` (degenerate last) and then the objective, near-ties (:data:`TIE_RTOL`) going to
+    the earlier start. An exception of a type in ``drop`` raised by a start or a step of a start's (short) run drops
+    that start (HDDC: a cluster lost its points); it ranks last, and :attr:`Starts.all_dropped` tells the engine
+    that nothing is left. ``finish(state)`` completes a run's last state (e.g. a state stopped before its first
+    step). At most one :class:`~latentfs.core.driver.ConvergenceWarning` per fit, for the run kept.
+
+    Examples
+    --------
+    >>> import torch
+    >>> out = run_starts(lambda g: float(torch.rand((), generator=g)), lambda x: (x / 2, -x),
+    ...                  n_init=3, seed=0, max_iter=100, tol=1e-9, warn=False, progress=False)
+    >>> len(out.runs), sorted(out.diagnostics())
+    (3, ['best_restart', 'converged', 'interrupted', 'n_iter', 'restart_objectives'])
+    """
+    n_init = int(n_init)
+    gens = chain_generators(seed, n_init)
+    short = n_init > 1 and short_iter > 0
+
+    def one_run(state: Any, iters: int, tolerance: float, warn_now: bool) -> OptimizerRun:
+        out = run_optimizer(state, step, max_iter=iters, tol=tolerance, desc=desc, progress=progress,
+                            warn=warn_now, remedies=remedies, callback=callback, settled=settled)
+        if finish is not None:
+            out.state = finish(out.state)
+        return out
+
+    def one(r: int) -> OptimizerRun:
+        iters, tolerance = (min(short_iter, max_iter), max(tol, short_tol)) if short else (max_iter, tol)
+        try:
+            return one_run(start(gens[r]), iters, tolerance, False)
+        except drop as exc:
+            return _dropped_run(str(exc))
+
+    def key(run: OptimizerRun) -> _Rank:
+        if "dropped" in run.info:
+            return _Rank(False, -math.inf)
+        return _Rank(degenerate is None or not degenerate(run.state), run.objective)
+
+    best, runs = run_restarts(n_init, one, warn=warn and not short, desc=desc, remedies=remedies, key=key)
+    best_index = int(best.info["restart"])
+    if short and not best.interrupted and "dropped" not in best.info:
+        # The winner of the short runs, continued to convergence: its own ConvergenceWarning (the only one).
+        more = one_run(best.state, max(max_iter - best.n_iter, 1), tol, warn)
+        best = OptimizerRun(more.state, np.concatenate([best.trace, more.trace]), more.converged,
+                            more.interrupted, best.n_iter + more.n_iter, {**best.info, **more.info})
+    return Starts(best, runs, best_index)
+
+
+# ----------------------------------------------------------------------------- specs
+@dataclass
+class Export:
+    """What an engine's ``export`` hands the pipeline: the result's axes, its sites (``fitted`` for an optimiser's
+    parameters or variational factors, ``draws`` for a sampler's), ``extras``, the pointwise ``log_likelihood``
+    (an array, or a function computed on first use), the engine's own ``diagnostics`` and ``sample_stats``, and
+    ``lazy_extras`` set on the result after it is made (dask arrays stay lazy). ``relabel`` names the site and
+    dimension a sampler's draws are relabelled on (jointly with every other component-indexed global site)."""
+
+    dims: dict[str, tuple[str, ...]]
+    coords: dict[str, list[str]]
+    fitted: dict[str, dict[str, Any]] | None = None
+    draws: dict[str, np.ndarray] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    log_likelihood: Any = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    sample_stats: dict[str, np.ndarray] | None = None
+    lazy_extras: dict[str, Any] = field(default_factory=dict)
+    relabel: tuple[str, str] | None = None
+    trace: np.ndarray | None = None
+
+
+class EngineSpec:
+    """A declarative engine: subclass, set ``method``, ``kind`` and ``options``, and write the hooks of the kind.
+
+    Optimisers (``kind = "optimizer"``): :meth:`prepare`, :meth:`n_starts`, :meth:`start`, :meth:`step`, optionally
+    :meth:`finish`, :meth:`short_iter`, :meth:`degenerate` / :meth:`degenerate_message` (with
+    ``degenerate_warning``), ``drop``; samplers (``kind = "sampler"``): :meth:`prepare`, :meth:`init`,
+    :meth:`sample`, :meth:`collect`; both: :meth:`export`. ``errors`` maps an exception type raised by the math
+    (``FloatingPointError``) to the remedy appended to its message. Calling a spec runs it through :func:`run`.
+    """
+
+    method: str = ""
+    kind: str = "optimizer"
+    options: dict[str, Option] = {}
+    #: what the progress bar and warnings call the fit ("EM GaussianMixture"): ``desc`` + the model's class name
+    desc: str = "fit"
+    remedies: str = "raise max_iter, loosen tol, or raise n_init"
+    drop: tuple[type[BaseException], ...] = ()
+    degenerate_warning: type[Warning] | None = None
+    errors: dict[type[BaseException], str] = {}
+    threadable: bool = False
+
+    # -- both kinds
+    def prepare(self, model: Any, data: Any, o: Options) -> Any:
+        raise NotImplementedError
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        raise NotImplementedError
+
+    def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
+        return dict(model.hyperparameters())
+
+    # -- optimisers
+    def n_starts(self, prep: Any, o: Options) -> int:
+        return int(o.get("n_init", 1))
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator) -> Any:
+        raise NotImplementedError
+
+    def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
+        raise NotImplementedError
+
+    def finish(self, prep: Any, o: Options, state: Any) -> Any:
+        return state
+
+    def short_iter(self, prep: Any, o: Options) -> int:
+        return 0
+
+    def degenerate(self, prep: Any, o: Options, state: Any) -> list[dict[str, Any]]:
+        return []
+
+    def degenerate_message(self, prep: Any, o: Options, flags: list[dict[str, Any]]) -> str:
+        return f"the fit is degenerate: {flags}"
+
+    def report(self, o: Options) -> Callable[[int, Any, float], None] | None:
+        """The per-iteration callback handed to the optimiser (the user's ``callback`` by default)."""
+        return o.get("callback")
+
+    # -- samplers
+    def init(self, prep: Any, o: Options, gen: torch.Generator) -> Any:
+        raise NotImplementedError
+
+    def sample(self, prep: Any, o: Options, state: Any, gen: torch.Generator) -> tuple[Any, float]:
+        raise NotImplementedError
+
+    def collect(self, prep: Any, o: Options, state: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+    # -- the pipeline
+    def check_options(self, given: Mapping[str, Any], model_name: str) -> Options:
+        """The options of one fit: names checked against the schema, values by their rules, defaults filled in,
+        the seed resolved by the seed rule (:func:`resolve_seed`)."""
+        check_option_names(given, list(self.options), model_name, self.method)
+        out = Options()
+        for name, opt in self.options.items():
+            value = given.get(name, opt.default)
+            out[name] = opt.check(name, value) if opt.check is not None else value
+        if "seed" in out:
+            out["seed"] = resolve_seed(out["seed"])
+        return out
+
+    def __call__(self, model: Any, data: Any, **options: Any) -> Any:
+        return run(self, model, data, options)
+
+
+def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> Any:
+    """Fit ``model`` to ``data`` with ``spec``: options → seed → restarts or chains → degeneracy → diagnostics →
+    :class:`~latentfs.core.results.Posterior` (module docstring)."""
+    from latentfs.core.results import Posterior
+
+    name = type(model).__name__
+    o = spec.check_options(options, name)
+    prep = spec.prepare(model, data, o)
+    desc = f"{spec.desc} {name}"
+    flags: list[dict[str, Any]] = []
+    try:
+        if spec.kind == "sampler":
+            outcome: Any = run_sampler(
+                lambda gen: spec.init(prep, o, gen),
+                lambda state, gen: spec.sample(prep, o, state, gen),
+                lambda state: spec.collect(prep, o, state),
+                num_chains=o.num_chains, num_warmup=o.num_warmup, num_samples=o.num_samples, thin=o.thin,
+                seed=o.seed, desc=desc, progress=o.get("progress"), threadable=spec.threadable,
+            )
+            common: dict[str, Any] = {
+                "num_chains": int(outcome.trace.shape[0]),
+                "num_samples": int(outcome.n_draws),
+                "interrupted": bool(outcome.interrupted),
+            }
+        else:
+            outcome = run_starts(
+                lambda gen: spec.start(prep, o, gen),
+                lambda state: spec.step(prep, o, state),
+                n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=o.max_iter, tol=o.tol,
+                short_iter=spec.short_iter(prep, o), finish=lambda state: spec.finish(prep, o, state),
+                degenerate=lambda state: bool(spec.degenerate(prep, o, state)), drop=spec.drop,
+                warn=o.get("warn", True), desc=desc, remedies=spec.remedies, progress=o.get("progress"),
+                callback=spec.report(o),
+            )
+            flags = spec.degenerate(prep, o, outcome.run.state)
+            common = outcome.diagnostics()
+    except tuple(spec.errors) as exc:  # the math's own failure, with the engine's remedy
+        remedy = next(text for kind, text in spec.errors.items() if isinstance(exc, kind))
+        raise DataError(f"{exc} {remedy}") from None
+    if flags and o.get("warn", True) and spec.degenerate_warning is not None:
+        warnings.warn(spec.degenerate_message(prep, o, flags), spec.degenerate_warning, stacklevel=3)
+    ex = spec.export(prep, o, outcome)
+    diagnostics = {"seed": o.seed, **ex.diagnostics, **common}
+    if spec.kind == "optimizer" and spec.degenerate_warning is not None:
+        diagnostics["collapsed"] = flags
+    trace = ex.trace if ex.trace is not None else (
+        outcome.trace if isinstance(outcome, SamplerRun) else outcome.run.trace[None])
+    post = Posterior(
+        model=name,
+        method=spec.method,
+        dims=ex.dims,
+        coords=ex.coords,
+        trace=trace,
+        draws=ex.draws,
+        fitted=ex.fitted,
+        diagnostics=diagnostics,
+        log_likelihood=ex.log_likelihood,
+        extras=ex.extras,
+        hyperparameters=spec.hyperparameters(model, prep, o),
+        sample_stats=ex.sample_stats,
+    )
+    post.extras.update(ex.lazy_extras)
+    if spec.kind == "sampler":
+        if ex.relabel is not None:
+            post.align(*ex.relabel)
+        post.check_convergence(warn=o.get("warn", True))
+    return post
