@@ -405,12 +405,37 @@ class GaussianHMM(_HMMBase):
         observed), and no column may be constant. A 1-D array is one univariate sequence.
         """
         arr, lens, orig = split_input(X, lengths, name=name)
+        read = _as_floats(arr)
+        values = read if read is not None and read.ndim == 2 else np.zeros((0, 1))
+        gaps = np.isnan(values).all(1)
+        if self.covariance_type == "full" and bool(np.isnan(values).any()):
+            r, c = np.argwhere(np.isnan(values))[0]
+            raise DataError(
+                f"{name} must not contain NaN for this method (covariance_type='full'); row {r} column {c} is NaN. "
+                "Use covariance_type='diag' (the default), which integrates out missing entries and takes rows "
+                "entirely missing, or impute the missing values."
+            )
+        if gaps.any():
+            if gaps.all():
+                raise DataError(
+                    f"every row of {name} is entirely missing (NaN): there is nothing to fit or decode. Pass "
+                    "sequences with some observed values."
+                )
+            # A step with nothing observed still carries its transition; its emission factor is 1 (the
+            # emission family gives log g_k(y_t) = 0 there). The rows are validated with the first observed
+            # row standing in (its non-finite entries as NaN, so an infinite value is reported at its own row).
+            source = values[int(np.flatnonzero(~gaps)[0])]
+            stand_in = values.copy()
+            stand_in[gaps] = np.where(np.isfinite(source), source, np.nan)
+            arr = stand_in
         data = as_continuous(
             arr,
             name=name,
             missing="allow" if self.allows_missing else "error",
             allow_constant=not for_fit,
         )
+        if gaps.any():
+            data.values[gaps] = np.nan
         names = data.feature_names
         if hasattr(orig, "columns") and hasattr(orig, "iloc"):
             names = tuple(str(c) for c in orig.columns)
@@ -664,6 +689,18 @@ class CategoricalHMM(_HMMBase):
         out = self._simulate(n_sequences, length, params, seed, n_categories=int(s))
         out["data"] = out["data"].astype(np.int64)
         return out
+
+
+def _as_floats(arr: Any) -> np.ndarray | None:
+    """The values of a (validated-later) container as a float64 array with NaN where missing or masked, or
+    None when they cannot be read as numbers (then :func:`~latentfs.core.data.as_continuous` says why)."""
+    try:
+        if isinstance(arr, np.ma.MaskedArray):
+            return np.ma.filled(arr.astype(np.float64), np.nan)
+        with np.errstate(invalid="ignore"):
+            return np.asarray(_to_numpy(arr), dtype=np.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return None
 
 
 def _check_fit_sizes(k: int, lens: np.ndarray, name: str) -> None:

@@ -14,7 +14,11 @@ At the fitted parameters (the point estimates of EM, the posterior means of VB a
 * ``score_samples`` is the one-step predictive log-density log p(y_t | y_1..y_{t−1}) of each row, whose
   sum over a sequence is its log-likelihood log f(y_s | θ̂) (Rabiner 1989, eq. 21 with scaling);
   ``score`` is its mean over the rows, the log-likelihood per observation, as every latentfs
-  estimator's ``score`` is a mean per row.
+  estimator's ``score`` is a mean per row (hmmlearn's ``score`` is the total: multiply by ``n_samples``).
+
+:class:`GaussianHMMEstimator` takes NaN for a missing value with ``covariance_type="diag"`` (the default, as in
+:class:`~latentfs.models.hmm.GaussianHMM` and hmmlearn): a missing entry integrates out of the emission
+density, and a row entirely missing keeps its place in the chain with emission factor 1.
 
 Rows of ``X`` are a time series, not exchangeable samples: a subset or a permutation of the rows is
 another sequence, with other state marginals. scikit-learn's estimator checks, which feed exchangeable
@@ -138,7 +142,11 @@ class _HMMEstimator(DensityMixin, LatentEstimator):
 
     def score(self, X: Any, y: Any = None, lengths: Any = None) -> float:
         """Log-likelihood per observation, Σ_s log f(y_s | θ̂) / n_samples (higher is better); ``y`` is
-        ignored."""
+        ignored.
+
+        A mean over the rows, as every latentfs estimator's ``score``; hmmlearn's ``score`` is the total
+        log-likelihood Σ_s log f(y_s | θ̂), which is this value times ``n_samples``. A row entirely missing
+        counts in ``n_samples`` and adds log 1 = 0 to the total."""
         start, trans, log_em, layout = self._chain(X, lengths)
         fb = forward_backward(start, trans, log_em, layout)
         return float(fb.log_likelihood.sum() / log_em.shape[0])
@@ -151,7 +159,9 @@ class GaussianHMMEstimator(_HMMEstimator):
     ----------
     n_components : int, default 2
         K, the number of hidden states.
-    covariance_type : {"full", "diag"}, default "full"
+    covariance_type : {"diag", "full"}, default "diag"
+        As :class:`~latentfs.models.hmm.GaussianHMM` (and hmmlearn). ``diag`` takes NaN for a missing value
+        (a missing entry integrates out; a row entirely missing has emission factor 1); ``full`` refuses NaN.
     startprob_concentration, transition_concentration, mean_precision, degrees_of_freedom :
         priors of the Bayesian engines (see :class:`~latentfs.models.hmm.GaussianHMM`); EM ignores them.
     method : {"em", "vb", "gibbs"}, default "em"
@@ -179,7 +189,7 @@ class GaussianHMMEstimator(_HMMEstimator):
         self,
         n_components: int = 2,
         *,
-        covariance_type: str = "full",
+        covariance_type: str = "diag",
         startprob_concentration: float = 1.0,
         transition_concentration: float = 1.0,
         mean_precision: float = 1.0,
@@ -207,6 +217,11 @@ class GaussianHMMEstimator(_HMMEstimator):
         self.num_chains = num_chains
         self.num_warmup = num_warmup
         self.num_samples = num_samples
+
+    @property
+    def _allow_nan(self) -> bool:  # type: ignore[override]
+        """NaN (a missing value) is taken with diagonal covariances, which integrate it out."""
+        return self.covariance_type == "diag"
 
     def _make_model(self) -> GaussianHMM:
         return GaussianHMM(
