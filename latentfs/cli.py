@@ -91,20 +91,28 @@ def _print_weights(result: Any, n_top: int, out: Any) -> Any:
         lo, hi = weights.band(0.9)
     except DataError:  # a point estimate has no draws, so no band
         pass
-    if lo is None:
-        label = f"point estimate of {result.method}, no band"
-    elif result.kind("topic_word") == "draws":
-        label = f"90% credible band from {result.method} draws"
-        conv = result.diagnostics.get("convergence", {}).get("topic_word", {})
-        if conv.get("r_hat_max", 0.0) > 1.01:
-            label += f"; NOT CONVERGED: max R-hat {conv['r_hat_max']:.2f}, treat the band as unreliable"
-    else:
-        label = f"90% band of the {result.method} variational posterior, narrower than the true posterior"
+    label = band_label(result) if lo is not None else f"point estimate of {result.method}, no band"
     print(f"\nMost important words overall (saliency per word, probability units; {label}):", file=out)
     for j in weights.ranking()[:15]:
         band = f"  [{lo[j]:.5f}, {hi[j]:.5f}]" if lo is not None and hi is not None else ""
         print(f"  {weights.feature_names[j]:<14s} {weights.scores[j]:.5f}{band}", file=out)
     return weights
+
+
+def band_label(result: Any, *, short: bool = False) -> str:
+    """What the demo's 90% bands are, in words, for the printed table and the figure alike: a credible band of a
+    sampler's draws (marked NOT CONVERGED, with the one R̂ the result holds, when its chains disagree) or the band of
+    a variational posterior (too narrow)."""
+    if result.kind("topic_word") == "draws":
+        label = "90% credible band" if short else f"90% credible band from {result.method} draws"
+        conv = result.diagnostics.get("convergence", {}).get("topic_word", {})
+        if conv.get("r_hat_max", 0.0) > 1.01:
+            label += (f"; NOT CONVERGED (max R-hat {conv['r_hat_max']:.2f}): unreliable" if short else
+                      f"; NOT CONVERGED: max R-hat {conv['r_hat_max']:.2f}, treat the band as unreliable")
+        return label
+    if short:
+        return "90% band of the variational posterior, too narrow"
+    return f"90% band of the {result.method} variational posterior, narrower than the true posterior"
 
 
 def _objective_name(result: Any) -> str:
@@ -133,8 +141,7 @@ def _figure(result: Any, weights: Any, path: Path) -> bool:
     err = [weights.scores[top] - lo[top], hi[top] - weights.scores[top]]
     axes[0].errorbar(weights.scores[top], np.arange(top.size), xerr=err, fmt="o", capsize=2)
     axes[0].set_yticks(np.arange(top.size), [weights.feature_names[j] for j in top])
-    axes[0].set_xlabel("saliency (90% credible band)" if result.kind("topic_word") == "draws"
-                       else "saliency (90% band of the variational posterior, too narrow)")
+    axes[0].set_xlabel(f"saliency ({band_label(result, short=True)})")
     axes[0].set_title("Most important words")
     trace = result.trace
     for c in range(trace.shape[0]):
@@ -174,6 +181,12 @@ def demo(args: argparse.Namespace) -> int:
     print(f"done in {elapsed:.1f} s ({result.diagnostics.get('n_iter', '')} iterations)"
           if args.method != "gibbs" else f"done in {elapsed:.1f} s; max R̂ of topic_word after relabelling: "
           f"{result.diagnostics.get('convergence', {}).get('topic_word', {}).get('r_hat_max', float('nan')):.2f}")
+    r_hat = result.diagnostics.get("convergence", {}).get("topic_word", {}).get("r_hat_max", 1.0)
+    if args.method == "gibbs" and r_hat > 1.01:
+        print("The chains disagree: a topic model's posterior has many modes (different ways to split the words "
+              "into topics), and each chain settles in one. Each chain's topics are a sound fit; the bands below "
+              "mix them and are marked unreliable. For one answer use the default VB, or fit one chain "
+              "(latentfs.fit(..., num_chains=1)) and compare chains started from other seeds.")
     if args.method == "vb":
         trace = result.trace[0]
         rose = bool((trace[1:] >= trace[:-1] - 1e-9 * abs(trace[1:])).all())

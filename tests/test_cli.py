@@ -319,3 +319,21 @@ def test_demo_runs_end_to_end_and_writes_its_outputs(tmp_path, capsys):
     assert (tmp_path / "reuters_dca.nc").stat().st_size <= 2 * (tmp_path / "reuters_dca.npz").stat().st_size
     assert "pope" in set(idata.variational.coords["feature"].values)
 
+
+
+def test_demo_with_gibbs_marks_unconverged_bands_in_its_text_and_its_figure(tmp_path, capsys, monkeypatch):
+    # issue 31 item 2: the PNG said "90% credible band" beside a warning of R-hat 2.2; the bands of chains in
+    # different modes are marked on every output, and the demo says why more warm-up would not help
+    import matplotlib.axes
+
+    labels: list[str] = []
+    original = matplotlib.axes.Axes.set_xlabel
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_xlabel",
+                        lambda self, text, *a, **k: (labels.append(str(text)), original(self, text, *a, **k))[1])
+    with pytest.warns(latentfs.ConvergenceWarning, match="site 'topic_word' has not converged"):
+        assert main(["demo", "--method", "gibbs", "--output", str(tmp_path), "--iterations", "20",
+                     "--components", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "The chains disagree" in out
+    assert "90% credible band from gibbs draws; NOT CONVERGED: max R-hat" in out
+    assert any(label.startswith("saliency (90% credible band; NOT CONVERGED (max R-hat") for label in labels)
