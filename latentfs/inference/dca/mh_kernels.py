@@ -117,19 +117,25 @@ def _alias_probabilities(prob, alias, n):  # pragma: no cover
 
 
 # ----------------------------------------------------------------------------- word proposal tables
+# Columns of the per-component array ``topic`` (K, 4) of the sweep: what a proposal of k reads, on one cache line.
+_INV_N = 0  # 1 / (N_k + Σγ), kept current
+_INV_Q = 1  # 1 / (λ H_k + Σγ), the word proposals' denominators (fixed during a phase)
+_ALPHA = 2  # α_k
+
+
 def _rebuild_word_tables(fixed, z, pair_counts, half_totals, by_word_ptr, by_word, word_scale, half_scale, gamma_sum,
-                         table, meta, inv_q, dense_prob, dense_alias):  # pragma: no cover
+                         table, meta, topic, dense):  # pragma: no cover
     """The word proposals q_w while half ``fixed`` of the tokens stays put: returns D = Σ_k inv_q[k].
 
     H_wk = tokens of word w in half ``fixed`` with assignment k (written to ``pair_counts[:, :, 1]``, the entries
     of the previous tables cleared first), H_k = Σ_w H_wk, and
 
-        q_w(k) ∝ (λ_w H_wk + γ_w) · inv_q[k],    inv_q[k] = 1 / (λ H_k + Σγ),
+        q_w(k) ∝ (λ_w H_wk + γ_w) · inv_q[k],    inv_q[k] = 1 / (λ H_k + Σγ)  (``topic[k, 1]``),
 
     with λ_w = ``word_scale[w]`` (word w's tokens / its tokens in the fixed half) and λ = ``half_scale``: H scaled
     up to estimate the whole corpus's N_wk and N_k. Word w's table holds its components with H_wk > 0 and weights
     λ_w H_wk inv_q[k]; ``meta[w]`` = (first row in ``table``, entries, Σ weights, λ_w). One dense table over all K
-    components holds inv_q (``dense_prob``, ``dense_alias``). A draw from q_w picks the word's table with
+    components holds inv_q (``dense``: threshold, alias). A draw from q_w picks the word's table with
     probability Σ weights / (Σ weights + γ_w D), else the dense one. Cost O(tokens of the fixed half + J + K).
     """
     J = pair_counts.shape[0]
@@ -160,8 +166,12 @@ def _rebuild_word_tables(fixed, z, pair_counts, half_totals, by_word_ptr, by_wor
             table[base + p, 0] = pair_counts[w, topics[p], 1]
             table[base + p, 1] = topics[p]
     for k in range(K):
-        inv_q[k] = 1.0 / (half_scale * half_totals[k] + gamma_sum)
-    dense_mass = _ALIAS_BUILD(inv_q, K, dense_prob, dense_alias, small, large)
+        weights[k] = 1.0 / (half_scale * half_totals[k] + gamma_sum)
+        topic[k, _INV_Q] = weights[k]
+    dense_mass = _ALIAS_BUILD(weights, K, prob, alias, small, large)
+    for k in range(K):
+        dense[k, 0] = prob[k]
+        dense[k, 1] = alias[k]
     for w in range(J):
         base = int(meta[w, 0])
         n = int(meta[w, 1])
@@ -169,7 +179,7 @@ def _rebuild_word_tables(fixed, z, pair_counts, half_totals, by_word_ptr, by_wor
         for p in range(n):
             k = int(table[base + p, 1])
             topics[p] = k
-            weights[p] = lam * table[base + p, 0] * inv_q[k]
+            weights[p] = lam * table[base + p, 0] * topic[k, _INV_Q]
         meta[w, 2] = _ALIAS_BUILD(weights, n, prob, alias, small, large)
         for p in range(n):
             table[base + p, 0] = prob[p]
@@ -179,11 +189,13 @@ def _rebuild_word_tables(fixed, z, pair_counts, half_totals, by_word_ptr, by_wor
 
 # ----------------------------------------------------------------------------- the sweep
 def _mh_sweep(doc_ptr, doc_mid, words, z, doc_counts, pair_counts, comp_counts, half_totals, by_word_ptr, by_word,
-              word_scale, half_scale, table, meta, alpha, alpha_sum, alpha_prob, alpha_alias, gamma, gamma_sum,
-              mh_steps, seed, stats):  # pragma: no cover
-    """One sweep of the cycling MH sampler (:mod:`.mh`): half 0 of every document's tokens against tables built
-    from half 1, then half 1 against tables from half 0. Updates ``z``, ``doc_counts``, ``pair_counts[:, :, 0]``
-    and ``comp_counts`` in place; adds (word proposals, accepted, document proposals, accepted) to ``stats``.
+              by_word_doc, word_scale, half_scale, table, meta, alpha, alpha_sum, alpha_table, gamma, gamma_sum,
+              mh_steps, word_major, seed, stats):  # pragma: no cover
+    """One sweep of the cycling MH sampler (:mod:`.mh`): half 0 of the tokens against tables built from half 1,
+    then half 1 against tables from half 0, visiting each half document by document or, with ``word_major``,
+    word by word (``by_word`` and the document of each entry, ``by_word_doc``). Updates ``z``, ``doc_counts``,
+    ``pair_counts[:, :, 0]`` and ``comp_counts`` in place; adds (word proposals, accepted, document proposals,
+    accepted) to ``stats``.
 
     Per token, with every count excluding the token (c_k of its document, N_wk of its word w, N_k):
     target p(k) ∝ (c_k + α_k)(N_wk + γ_w)/(N_k + Σγ); ``mh_steps`` cycles of
@@ -191,116 +203,133 @@ def _mh_sweep(doc_ptr, doc_mid, words, z, doc_counts, pair_counts, comp_counts, 
     * word proposal k' ~ q_w, accepted with min(1, p(k') q_w(s) / (p(s) q_w(k'))), q_w evaluated from the same
       counts its tables were built from;
     * document proposal: with probability L/(L + Σα) the current assignment of a uniformly chosen token of the
-      document (this token included, at its current value s), else k' ~ α/Σα. Its probability is
-      (c_k' + 1[k' = s] + α_k')/(L + Σα), so the ratio cancels the document factor of p and the acceptance is
-      min(1, [(N_wk' + γ_w)/(N_k' + Σγ)] / [(N_ws + γ_w)/(N_s + Σγ)]).
+      document (this token included, at its current value s), else k' ~ α/Σα (``alpha_table``: threshold,
+      alias). Its probability is (c_k' + 1[k' = s] + α_k')/(L + Σα), so the ratio cancels the document factor
+      of p and the acceptance is min(1, [(N_wk' + γ_w)/(N_k' + Σγ)] / [(N_ws + γ_w)/(N_s + Σγ)]).
 
-    The uniforms come from xoshiro256+ seeded with ``seed`` (splitmix64).
+    The counts always hold every token where it is: the terms of the current component s exclude the token (the
+    − 1s below), a proposed k ≠ s never holds it, and an accepted move updates the counts at once. Every step
+    conditions on the current values of all other tokens, so the order of the visits does not change the
+    stationary distribution. The uniforms come from xoshiro256+ seeded with ``seed`` (splitmix64).
     """
     rng = np.empty(4, np.uint64)
     _RNG_SEED(rng, seed)
-    I = doc_ptr.shape[0] - 1
+    J = pair_counts.shape[0]
     K = comp_counts.shape[0]
     gamma_sym = True
     for j in range(gamma.shape[0]):
         if gamma[j] != gamma[0]:
             gamma_sym = False
             break
-    inv_n = np.empty(K)  # 1 / (N_k + Σγ), kept current
+    topic = np.zeros((K, 4))  # inv_n, inv_q, α_k (columns _INV_N, _INV_Q, _ALPHA)
     for k in range(K):
-        inv_n[k] = 1.0 / (comp_counts[k] + gamma_sum)
-    inv_q = np.empty(K)
-    dense_prob = np.empty(K)
-    dense_alias = np.empty(K, np.int64)
+        topic[k, _INV_N] = 1.0 / (comp_counts[k] + gamma_sum)
+        topic[k, _ALPHA] = alpha[k]
+    dense = np.empty((K, 2))
     alpha_scale = K / alpha_sum
-    n_word = 0
-    n_word_acc = 0
-    n_doc = 0
-    n_doc_acc = 0
+    word_acc = 0
+    doc_acc = 0
     for phase in range(2):
         fixed = 1 - phase
         dense_mass = _REBUILD(fixed, z, pair_counts, half_totals, by_word_ptr, by_word, word_scale[fixed],
-                              half_scale[fixed], gamma_sum, table, meta, inv_q, dense_prob, dense_alias)
-        for d in range(I):
-            lo = doc_ptr[d]
-            hi = doc_ptr[d + 1]
-            a = lo if phase == 0 else doc_mid[d]
-            b = doc_mid[d] if phase == 0 else hi
-            length = hi - lo
-            doc_total = length + alpha_sum
-            for t in range(a, b):
+                              half_scale[fixed], gamma_sum, table, meta, topic, dense)
+        # Two cursors over the moving half: (word w, entry q of by_word) or (document d, position t).
+        w = 0
+        d = 0
+        t = doc_ptr[0] if phase == 0 else doc_mid[0]
+        for q in range(by_word_ptr[phase, 0], by_word_ptr[phase, J]):
+            if word_major:
+                while q >= by_word_ptr[phase, w + 1]:
+                    w += 1
+                t = by_word[q]
+                d = by_word_doc[q]
+            else:
+                while t >= (doc_mid[d] if phase == 0 else doc_ptr[d + 1]):
+                    d += 1
+                    t = doc_ptr[d] if phase == 0 else doc_mid[d]
                 w = words[t]
-                s = z[t]
-                # -- the token out of the counts: every ratio below uses counts excluding it
-                doc_counts[d, s] -= 1
-                pair_counts[w, s, 0] -= 1
-                comp_counts[s] -= 1
-                inv_n[s] = 1.0 / (comp_counts[s] + gamma_sum)
-                gw = gamma[0] if gamma_sym else gamma[w]
-                base = int(meta[w, 0])
-                n_w = int(meta[w, 1])
-                mass = meta[w, 2]
-                lam = meta[w, 3]
-                dense_w = gw * dense_mass
-                word_total = mass + dense_w
-                to_word_slot = n_w / mass if mass > 0.0 else 0.0  # r ∈ [0, mass) -> x ∈ [0, n_w)
-                to_dense_slot = K / dense_w  # r − mass ∈ [0, γ_w D) -> x ∈ [0, K)
-                ws = (pair_counts[w, s, 0] + gw) * inv_n[s]  # word factor of p at s
-                ps = (doc_counts[d, s] + alpha[s]) * ws  # p(s), unnormalised
-                qs = (lam * pair_counts[w, s, 1] + gw) * inv_q[s]  # q_w(s), unnormalised
-                for _ in range(mh_steps):
-                    # -- word proposal. The steps are written without branches on the acceptance (selects), which
-                    # the processor cannot predict; a proposal of the current s is accepted by the same rule.
-                    r = _UNIFORM(rng) * word_total
-                    if r < mass:
-                        x = r * to_word_slot
-                        slot = min(int(x), n_w - 1)
-                        packed = int(table[base + slot, 1])
-                        k = (packed >> TOPIC_BITS) if x - slot < table[base + slot, 0] else (packed & _TOPIC_MASK)
-                    else:
-                        x = (r - mass) * to_dense_slot
-                        slot = min(int(x), K - 1)
-                        k = slot if x - slot < dense_prob[slot] else dense_alias[slot]
-                    wk = (pair_counts[w, k, 0] + gw) * inv_n[k]
-                    pk = (doc_counts[d, k] + alpha[k]) * wk
-                    qk = (lam * pair_counts[w, k, 1] + gw) * inv_q[k]
-                    accept = _UNIFORM(rng) * ps * qk < pk * qs
-                    n_word_acc += accept
-                    s = k if accept else s
-                    ws = wk if accept else ws
-                    ps = pk if accept else ps
-                    qs = qk if accept else qs
-                    z[t] = s
-                    # -- document proposal
-                    r = _UNIFORM(rng) * doc_total
-                    if r < length:
-                        k = z[lo + min(int(r), length - 1)]
-                    else:
-                        x = (r - length) * alpha_scale
-                        slot = min(int(x), K - 1)
-                        k = slot if x - slot < alpha_prob[slot] else alpha_alias[slot]
-                    wk = (pair_counts[w, k, 0] + gw) * inv_n[k]
-                    pk = (doc_counts[d, k] + alpha[k]) * wk
-                    qk = (lam * pair_counts[w, k, 1] + gw) * inv_q[k]
-                    accept = _UNIFORM(rng) * ws < wk
-                    n_doc_acc += accept
-                    s = k if accept else s
-                    ws = wk if accept else ws
-                    ps = pk if accept else ps
-                    qs = qk if accept else qs
-                    z[t] = s
-                n_word += mh_steps
-                n_doc += mh_steps
-                # -- the token back under its new assignment
-                z[t] = s
-                doc_counts[d, s] += 1
-                pair_counts[w, s, 0] += 1
-                comp_counts[s] += 1
-                inv_n[s] = 1.0 / (comp_counts[s] + gamma_sum)
-    stats[0] += n_word
-    stats[1] += n_word_acc
-    stats[2] += n_doc
-    stats[3] += n_doc_acc
+            lo = doc_ptr[d]
+            length = doc_ptr[d + 1] - lo
+            s = z[t]
+            gw = gamma[0] if gamma_sym else gamma[w]
+            base = int(meta[w, 0])
+            n_w = int(meta[w, 1])
+            mass = meta[w, 2]
+            lam = meta[w, 3]
+            dense_w = gw * dense_mass
+            word_total = mass + dense_w
+            to_word_slot = n_w / mass if mass > 0.0 else 0.0  # r ∈ [0, mass) -> x ∈ [0, n_w)
+            to_dense_slot = K / dense_w  # r − mass ∈ [0, γ_w D) -> x ∈ [0, K)
+            doc_total = length + alpha_sum
+            ws = (pair_counts[w, s, 0] - 1 + gw) / (comp_counts[s] - 1 + gamma_sum)  # word factor of p at s
+            ps = (doc_counts[d, s] - 1 + topic[s, _ALPHA]) * ws  # p(s), unnormalised
+            qs = (lam * pair_counts[w, s, 1] + gw) * topic[s, _INV_Q]  # q_w(s), unnormalised
+            for _ in range(mh_steps):
+                # -- word proposal
+                r = _UNIFORM(rng) * word_total
+                if r < mass:
+                    x = r * to_word_slot
+                    slot = min(int(x), n_w - 1)
+                    packed = int(table[base + slot, 1])
+                    k = (packed >> TOPIC_BITS) if x - slot < table[base + slot, 0] else (packed & _TOPIC_MASK)
+                else:
+                    x = (r - mass) * to_dense_slot
+                    slot = min(int(x), K - 1)
+                    k = slot if x - slot < dense[slot, 0] else int(dense[slot, 1])
+                if k == s:  # accepted: nothing moves
+                    word_acc += 1
+                else:
+                    wk = (pair_counts[w, k, 0] + gw) * topic[k, _INV_N]
+                    pk = (doc_counts[d, k] + topic[k, _ALPHA]) * wk
+                    qk = (lam * pair_counts[w, k, 1] + gw) * topic[k, _INV_Q]
+                    if _UNIFORM(rng) * ps * qk < pk * qs:
+                        word_acc += 1
+                        doc_counts[d, s] -= 1
+                        doc_counts[d, k] += 1
+                        pair_counts[w, s, 0] -= 1
+                        pair_counts[w, k, 0] += 1
+                        comp_counts[s] -= 1
+                        comp_counts[k] += 1
+                        topic[s, _INV_N] = 1.0 / (comp_counts[s] + gamma_sum)
+                        topic[k, _INV_N] = 1.0 / (comp_counts[k] + gamma_sum)
+                        z[t] = k
+                        s = k
+                        ws = wk
+                        ps = pk
+                        qs = qk
+                # -- document proposal
+                r = _UNIFORM(rng) * doc_total
+                if r < length:
+                    k = z[lo + min(int(r), length - 1)]
+                else:
+                    x = (r - length) * alpha_scale
+                    slot = min(int(x), K - 1)
+                    k = slot if x - slot < alpha_table[slot, 0] else int(alpha_table[slot, 1])
+                if k == s:
+                    doc_acc += 1
+                else:
+                    wk = (pair_counts[w, k, 0] + gw) * topic[k, _INV_N]
+                    if _UNIFORM(rng) * ws < wk:
+                        doc_acc += 1
+                        doc_counts[d, s] -= 1
+                        doc_counts[d, k] += 1
+                        pair_counts[w, s, 0] -= 1
+                        pair_counts[w, k, 0] += 1
+                        comp_counts[s] -= 1
+                        comp_counts[k] += 1
+                        topic[s, _INV_N] = 1.0 / (comp_counts[s] + gamma_sum)
+                        topic[k, _INV_N] = 1.0 / (comp_counts[k] + gamma_sum)
+                        z[t] = k
+                        s = k
+                        ws = wk
+                        ps = (doc_counts[d, k] - 1 + topic[k, _ALPHA]) * wk
+                        qs = (lam * pair_counts[w, k, 1] + gw) * topic[k, _INV_Q]
+            t += 1
+    n = mh_steps * words.shape[0]
+    stats[0] += n
+    stats[1] += word_acc
+    stats[2] += n
+    stats[3] += doc_acc
 
 
 # ----------------------------------------------------------------------------- the collapsed log joint in O(tokens)

@@ -143,9 +143,9 @@ def test_count_invariants_after_every_sweep():
     X = latentfs.DirichletDCA(3, alpha=0.5).simulate(n_documents=40, n_features=6, doc_length=25, seed=3)["counts"]
     model, corpus, hyper, gen, state = setup(latentfs.DirichletDCA(4, alpha=0.2, gamma=0.1), X)
     mh.check_mh_invariants(state, corpus)
-    for steps in (1, 3):
+    for steps, order in ((1, "document"), (3, "word")):
         for _ in range(10):
-            mh.mh_step(state, corpus, hyper, gen, mh_steps=steps)
+            mh.mh_step(state, corpus, hyper, gen, mh_steps=steps, order=order)
             mh.check_mh_invariants(state, corpus)
     state.doc_counts[0, 0] += 1  # the helper catches a broken count, so the loop above could fail
     with pytest.raises(RuntimeError, match="document counts"):
@@ -170,16 +170,21 @@ def test_halves_split_every_word_and_document():
 
 
 # ----------------------------------------------------------------------------- statistical tier
-@pytest.mark.parametrize("mh_steps", [1, 2])
-@pytest.mark.parametrize("kind", sorted(MODELS))
-def test_chain_matches_exact_enumeration(kind, mh_steps):
+@pytest.mark.parametrize(
+    "kind,mh_steps,order",
+    [(kind, steps, "document") for kind in sorted(MODELS) for steps in (1, 2)] + [("asym-alpha", 2, "word"),
+                                                                                  ("k3", 1, "word")],
+)
+def test_chain_matches_exact_enumeration(kind, mh_steps, order):
     """Tiny corpora (8 tokens, K = 2: 256 assignment vectors; 6 tokens, K = 3: 729), the collapsed posterior by
     enumeration, and a χ² test of the visit counts of one long chain thinned by 3 sweeps (the tiny chain forgets
     its state within a few sweeps). Threshold p < 1e-3: a 0.1% false-alarm rate for independent draws (a little
     more with the residual autocorrelation); the seed is fixed, so the test is deterministic.
 
     Power: the same visit counts are also tested against the posterior of a model whose α is 1.5 times larger (a
-    small change in the target); that must be rejected, so a sampler off by that much would fail here.
+    small change in the target); that must be rejected, so a sampler off by that much would fail here (and a
+    word step that leaves q_w out of its acceptance ratio fails with p = 0.0: checked by hand).
+    Both visiting orders are covered (``order``).
     """
     X = TINY3 if kind == "k3" else TINY
     model = MODELS[kind](X.shape[1])
@@ -190,10 +195,10 @@ def test_chain_matches_exact_enumeration(kind, mh_steps):
     weights = K ** np.arange(S)[::-1]
     codes = np.empty(n_draws, np.int64)
     for _ in range(20):
-        mh.mh_step(state, corpus, hyper, gen, mh_steps=mh_steps)
+        mh.mh_step(state, corpus, hyper, gen, mh_steps=mh_steps, order=order)
     for d in range(n_draws):
         for _ in range(thin):
-            mh.mh_step(state, corpus, hyper, gen, mh_steps=mh_steps)
+            mh.mh_step(state, corpus, hyper, gen, mh_steps=mh_steps, order=order)
         codes[d] = state.assignment @ weights
     assert (configs @ weights == np.arange(K**S)).all()
     observed = np.bincount(codes, minlength=K**S)
@@ -246,6 +251,18 @@ def test_registered_with_the_collapsed_engines_vocabulary():
     assert "mh" not in latentfs.methods_for(latentfs.GammaPoissonDCA(2))
 
 
+def test_auto_order_reads_the_smaller_table_at_random():
+    assert mh.sweep_order(5000, 20000) == "word" and mh.sweep_order(20000, 2000) == "document"
+    X = latentfs.DirichletDCA(2, alpha=0.5).simulate(n_documents=30, n_features=10, doc_length=15, seed=9)["counts"]
+    opts = {"method": "mh", "num_warmup": 3, "num_samples": 2, "num_chains": 1, "warn": False}
+    auto = latentfs.fit(latentfs.DirichletDCA(2), X, **opts)
+    assert auto.diagnostics["sweep"] == "document-major"  # 30 documents ≥ 2 × 10 words
+    same = latentfs.fit(latentfs.DirichletDCA(2), X, order="document", **opts)
+    other = latentfs.fit(latentfs.DirichletDCA(2), X, order="word", **opts)
+    np.testing.assert_array_equal(auto.samples("topic_word"), same.samples("topic_word"))
+    assert other.diagnostics["sweep"] == "word-major" and not np.array_equal(auto.trace, other.trace)
+
+
 def test_same_seed_same_draws():
     X = latentfs.DirichletDCA(3, alpha=0.5).simulate(n_documents=30, n_features=12, doc_length=20, seed=5)["counts"]
     opts = {"method": "mh", "num_warmup": 5, "num_samples": 6, "num_chains": 2, "thin": 2, "warn": False,
@@ -281,7 +298,8 @@ def test_result_has_the_sites_and_dims_of_collapsed_gibbs(tmp_path):
     for name in ref.extras:
         assert np.shape(ours.extras[name]) == np.shape(ref.extras[name]), name
     assert ours.log_likelihood.shape == ref.log_likelihood.shape == (2, 8, 40)
-    assert set(ref.diagnostics) - {"sweep", "init", "n_threads"} <= set(ours.diagnostics)
+    assert set(ref.diagnostics) - {"init", "n_threads"} <= set(ours.diagnostics)
+    assert ours.diagnostics["sweep"] == "document-major"  # 40 documents ≥ 2 × 15 words
     assert ours.alignment is not None and "topic_word" in ours.diagnostics["convergence"]
     assert ours.hyperparameters == ref.hyperparameters
     acc = ours.diagnostics["acceptance"]
@@ -312,6 +330,7 @@ def test_result_has_the_sites_and_dims_of_collapsed_gibbs(tmp_path):
         ("trace", "yes", "trace must be True or False"),
         ("log_likelihood", 1, "log_likelihood must be True or False"),
         ("empty_documents", "skip", "empty_documents must be one of"),
+        ("order", "random", "order must be one of"),
         ("sweep", "sparse", "sweep"),
     ],
 )
