@@ -89,7 +89,7 @@ def _int_at_least(low: int, remedy: str = "") -> Callable[[str, Any], int]:
 
 
 def _tolerance(name: str, value: Any) -> float:
-    return check_float(name, value, 0.0, remedy=f"Pass a small non-negative relative tolerance, e.g. {name}=1e-6.")
+    return check_float(name, value, 0.0, remedy=f"Pass a small non-negative number, e.g. {name}=1e-6.")
 
 
 def _seed(name: str, value: Any) -> Any:
@@ -307,6 +307,7 @@ def run_starts(
     progress: bool | None = None,
     callback: Callable[[int, Any, float], None] | None = None,
     settled: Callable[[Any], bool] | None = None,
+    indexed: bool = False,
 ) -> Starts:
     """The restart driver of every optimiser, in the spirit of scikit-learn's ``BaseMixture``: the engine supplies
     the math, this function the restarts.
@@ -324,7 +325,9 @@ def run_starts(
     the earlier start. An exception of a type in ``drop`` raised by a start or a step of a start's (short) run drops
     that start (HDDC: a cluster lost its points); it ranks last, and :attr:`Starts.all_dropped` tells the engine
     that nothing is left. ``finish(state)`` completes a run's last state (e.g. a state stopped before its first
-    step). At most one :class:`~latentfs.core.driver.ConvergenceWarning` per fit, for the run kept.
+    step). At most one :class:`~latentfs.core.driver.ConvergenceWarning` per fit, for the run kept. With
+    ``indexed`` the start is called as ``start(generator, r)`` (an engine whose first start is a deterministic one,
+    such as factor analysis's principal axes, and whose others are random).
 
     Examples
     --------
@@ -348,7 +351,7 @@ def run_starts(
     def one(r: int) -> OptimizerRun:
         iters, tolerance = (min(short_iter, max_iter), max(tol, short_tol)) if short else (max_iter, tol)
         try:
-            return one_run(start(gens[r]), iters, tolerance, False)
+            return one_run(start(gens[r], r) if indexed else start(gens[r]), iters, tolerance, False)
         except drop as exc:
             return _dropped_run(str(exc))
 
@@ -407,6 +410,12 @@ class EngineSpec:
     remedies: str = "raise max_iter, loosen tol, or raise n_init"
     drop: tuple[type[BaseException], ...] = ()
     degenerate_warning: type[Warning] | None = None
+    #: whether a degenerate run ranks below every other when restarts compete (a mixture's collapsed component is a
+    #: spurious maximiser; a factor analysis's Heywood case may be the maximum likelihood itself)
+    rank_degenerate: bool = True
+    #: the diagnostics key of :meth:`degenerate`'s list (the one vocabulary: ``collapsed``; a noise variance at
+    #: its bound: ``heywood_features``)
+    degenerate_key: str = "collapsed"
     errors: dict[type[BaseException], str] = {}
     threadable: bool = False
 
@@ -424,7 +433,8 @@ class EngineSpec:
     def n_starts(self, prep: Any, o: Options) -> int:
         return int(o.get("n_init", 1))
 
-    def start(self, prep: Any, o: Options, gen: torch.Generator) -> Any:
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> Any:
+        """Start number ``index`` of the fit, drawn from its own generator ``gen``."""
         raise NotImplementedError
 
     def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
@@ -499,11 +509,12 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
             }
         else:
             outcome = run_starts(
-                lambda gen: spec.start(prep, o, gen),
+                lambda gen, r: spec.start(prep, o, gen, r),
                 lambda state: spec.step(prep, o, state),
-                n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=o.max_iter, tol=o.tol,
+                indexed=True, n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=o.max_iter, tol=o.tol,
                 short_iter=spec.short_iter(prep, o), finish=lambda state: spec.finish(prep, o, state),
-                degenerate=lambda state: bool(spec.degenerate(prep, o, state)), drop=spec.drop,
+                degenerate=(lambda state: bool(spec.degenerate(prep, o, state))) if spec.rank_degenerate else None,
+                drop=spec.drop,
                 warn=o.get("warn", True), desc=desc, remedies=spec.remedies, progress=o.get("progress"),
                 callback=spec.report(o),
             )
@@ -517,7 +528,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
     ex = spec.export(prep, o, outcome)
     diagnostics = {"seed": o.seed, **ex.diagnostics, **common}
     if spec.kind == "optimizer" and spec.degenerate_warning is not None:
-        diagnostics["collapsed"] = flags
+        diagnostics[spec.degenerate_key] = flags
     trace = ex.trace if ex.trace is not None else (
         outcome.trace if isinstance(outcome, SamplerRun) else outcome.run.trace[None])
     post = Posterior(

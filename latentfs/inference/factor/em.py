@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,15 +34,9 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
-from latentfs.core.driver import (
-    OptimizerRun,
-    make_generator,
-    run_optimizer,
-    run_restarts,
-)
-from latentfs.core.options import check_moments, check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.options import check_dtype, check_flag, check_int, check_moments
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints
 
 __all__ = [
@@ -56,7 +49,9 @@ __all__ = [
     "fa_mstep",
     "fa_log_prior",
     "fa_initial_params",
+    "FactorAnalysisEM",
     "em_factor_analysis",
+    "heywood_message",
     "map_factor_analysis",
 ]
 
@@ -74,33 +69,6 @@ def _check_n_init(n_init: Any, init: Any) -> int:
     if isinstance(n_init, bool) or not isinstance(n_init, (int, np.integer)) or n_init < 1:
         raise DataError(f"n_init must be a positive integer; got {n_init!r}. Pass e.g. n_init=5.")
     return 1 if isinstance(init, dict) else int(n_init)
-
-
-def _flag_heywood(post: Posterior, values: np.ndarray | None, floor: torch.Tensor, *, warn: bool, method: str,
-                  var: np.ndarray | None = None) -> None:
-    """Record (and warn about) features whose noise variance is within :data:`HEYWOOD_FRACTION` of zero
-    (``var``: the columns' variances over their observed entries, when ``values`` is not at hand)."""
-    psi = np.asarray(post.mean("noise_variance"))
-    if var is None:
-        if values is None:  # internal invariant: the callers pass one of them
-            raise RuntimeError("_flag_heywood needs values or var")
-        var = np.nanvar(values, axis=0)
-    ratio = psi / np.maximum(var, 1e-300)
-    at_floor = psi <= 1.01 * floor.cpu().numpy()
-    bad = np.flatnonzero((ratio < HEYWOOD_FRACTION) | at_floor)
-    names = [post.coords["feature"][j] for j in bad]
-    post.diagnostics["heywood_features"] = names
-    if warn and bad.size:
-        listed = ", ".join(f"{n!r} ({ratio[j]:.2g} of its variance)" for n, j in zip(names, bad, strict=True))
-        warnings.warn(
-            f"FactorAnalysis {method}: Heywood case: the noise variance of {listed} is at or near zero, so "
-            "that feature is explained entirely by the factors and the fit sits on the boundary of the "
-            "parameter space (the likelihood can be flat or still rising there). Try fewer factors "
-            "(n_components), more starts (n_init=10), a noise prior with method='map', or drop a feature that "
-            "is almost a linear combination of others.",
-            HeywoodWarning,
-            stacklevel=4,
-        )
 
 
 # ---------------------------------------------------------------------------------------------- state
@@ -597,117 +565,235 @@ def _mstep_spec(model: FactorAnalysis, use_priors: bool, floor: torch.Tensor) ->
 
 
 # ---------------------------------------------------------------------------------------------- engines
-def _fit_fa(
-    model: FactorAnalysis,
-    X: Any,
-    *,
-    use_priors: bool,
-    method: str,
-    seed: Any,
-    max_iter: int,
-    tol: float,
-    init: Any,
-    regularization: float | None,
-    dtype: torch.dtype,
-    device: Any,
-    progress: bool | None,
-    warn: bool,
-    use_moments: bool,
-    acceleration: str,
-    n_init: int = 1,
-    callback: Any = None,
-) -> Posterior:
-    started = time.perf_counter()
-    seed, max_iter, tol, n_init, dtype, device = check_options(
-        seed=seed, max_iter=max_iter, tol=tol, n_init=n_init, dtype=dtype, device=device
-    )
-    if acceleration not in _ACCELERATIONS:
-        raise DataError(f"acceleration must be one of {sorted(_ACCELERATIONS)}; got {acceleration!r}.")
-    from latentfs.core.shards import is_dask_array
+@dataclass
+class FAPrep:
+    """What a factor-analysis fit needs from its data, in memory or over a dask array's shards: the E-step
+    ``estep(params) -> EStats`` (on the covariance when nothing is missing, else over the rows or the shards),
+    ``data`` (whose per-feature sums the M-step reads), the r-th start ``start_params(init, generator)``, the
+    noise floor, the columns' variances (for the Heywood check) and the names and totals of the result."""
 
-    if is_dask_array(X):
-        from latentfs.inference.factor.sharded import fit_fa_dask
+    model: FactorAnalysis
+    method: str
+    use_priors: bool
+    data: FAData
+    estep: Any
+    start_params: Any
+    floor: torch.Tensor
+    var: np.ndarray
+    feature_names: list[str]
+    sample_names: list[str] | None
+    n_samples: int
+    n_observed: float
+    n_patterns: int
+    started: float
+    step: Any = None
+    shards: int | None = None
+    kept: Any = None
 
-        return fit_fa_dask(model, X, use_priors=use_priors, method=method, seed=seed, max_iter=max_iter, tol=tol,
-                           init=init, regularization=regularization, dtype=dtype, device=device, progress=progress,
-                           warn=warn, use_moments=use_moments, acceleration=acceleration, n_init=n_init,
-                           callback=callback, started=started)
+
+def _prepare_in_memory(model: FactorAnalysis, X: Any, o: Any, *, method: str, use_priors: bool,
+                       started: float) -> FAPrep:
     matrix = _validate_fa(model, X)
     check_moments(matrix.values)
     values = matrix.values
-    gen = make_generator(seed)
+    dtype, device = o.dtype, o.device
     data = prepare_fa_data(values, dtype=dtype, device=device, use_moments=True)
     cov = None if data.col_cov is None else data.col_cov.cpu().numpy()
     if cov is not None:
-        _check_covariance(cov, data.n_samples, regularization)
-    if not use_moments:
+        _check_covariance(cov, data.n_samples, o.regularization)
+    if not o.use_moments:
         data.col_cov = data.col_mean = None
-    floor = _noise_floor(values, regularization, dtype, device, cov)
+    floor = _noise_floor(values, o.regularization, dtype, device, cov)
+    use_moments = o.use_moments
 
     def estep(state: FAParams) -> EStats:
         return fa_estep(state, data, use_moments=use_moments)
 
-    def start(r: int) -> FAParams:
-        # The first start is ``init``; the others are random (small Gaussian loadings).
-        return fa_initial_params(values, model.n_components, init=init if r == 0 else "random", generator=gen,
-                                 dtype=dtype, device=device, covariance=cov)
+    def start_params(init: Any, gen: torch.Generator) -> FAParams:
+        return fa_initial_params(values, model.n_components, init=init, generator=gen, dtype=dtype, device=device,
+                                 covariance=cov)
 
-    run = _run_em(model, estep, data, start, floor=floor, use_priors=use_priors, method=method, max_iter=max_iter,
-                  tol=tol, progress=progress, warn=warn, acceleration=acceleration,
-                  n_starts=_check_n_init(n_init, init), callback=callback)
-    post = _fa_posterior(model, matrix, data, run, method, use_priors, time.perf_counter() - started)
     # the columns' variances are the covariance's diagonal when it was formed (np.nanvar would re-read X)
-    _flag_heywood(post, values, floor, warn=warn, method=method, var=None if cov is None else np.diag(cov).copy())
-    return post
+    var = np.nanvar(values, axis=0) if cov is None else np.diag(cov).copy()
+    return FAPrep(model, method, use_priors, data, estep, start_params, floor, var,
+                  feature_names=list(matrix.feature_names), sample_names=list(matrix.sample_names),
+                  n_samples=data.n_samples, n_observed=float(data.count.sum()),
+                  n_patterns=int(data.patterns.shape[0]), started=started)
 
 
-def _run_em(
-    model: FactorAnalysis,
-    estep: Any,
-    data: FAData,
-    start: Any,
-    *,
-    floor: torch.Tensor,
-    use_priors: bool,
-    method: str,
-    max_iter: int,
-    tol: float,
-    progress: bool | None,
-    warn: bool,
-    acceleration: str,
-    n_starts: int,
-    callback: Any,
-) -> Any:
-    """The (accelerated) EM restarts, whatever computes the statistics: ``estep(params) -> EStats`` (in
-    memory, or summed over a dask array's shards) and ``start(r)`` the r-th start. The M-step reads only
-    ``data``'s per-feature sums (``count``, ``sum_squares``)."""
-    spec, variant = _mstep_spec(model, use_priors, floor)
+def _em_map(prep: FAPrep) -> Any:
+    """One EM (ECM) step of ``prep``'s fit: the new parameters and the objective at the input parameters."""
+    spec, variant = _mstep_spec(prep.model, prep.use_priors, prep.floor)
 
     def em_map(state: FAParams) -> tuple[FAParams, float]:
-        """One EM (ECM) step: the new parameters and the objective at ``state``."""
         try:
-            stats = estep(state)
+            stats = prep.estep(state)
         except torch.linalg.LinAlgError:
             raise DataError(
                 "the model covariance became singular during EM (a noise variance collapsed to zero: a "
                 "Heywood case); pass regularization=1e-3 to floor the noise variances, or fewer factors (n_components)."
             ) from None
-        objective = stats.loglik + (fa_log_prior(model, state) if use_priors else 0.0)
-        return fa_mstep(stats, data, state, spec, variant), float(objective)
+        objective = stats.loglik + (fa_log_prior(prep.model, state) if prep.use_priors else 0.0)
+        return fa_mstep(stats, prep.data, state, spec, variant), float(objective)
 
-    step = _ACCELERATIONS[acceleration](em_map, floor)
+    return em_map
 
-    def one(r: int) -> OptimizerRun:
-        first = _project(start(r), model.constraints)
-        first = FAParams(first.loadings, torch.maximum(first.noise_variance, floor), first.mean)
-        return run_optimizer(first, step, max_iter=max_iter, tol=tol, desc=f"FactorAnalysis {method}",
-                             progress=progress, warn=False, callback=callback)
 
-    run, runs = run_restarts(n_starts, one, warn=warn, desc=f"FactorAnalysis {method}",
-                             remedies="raise max_iter, loosen tol, or standardise the columns")
-    run.info["restart_objectives"] = [float(r.objective) for r in runs]
-    run.info["best_restart"] = int(run.info["restart"])
-    return run
+def _acceleration(name: str, value: Any) -> str:
+    if value not in _ACCELERATIONS:
+        raise DataError(f"{name} must be one of {sorted(_ACCELERATIONS)}; got {value!r}.")
+    return str(value)
+
+
+def _fa_init(name: str, value: Any) -> Any:
+    if isinstance(value, dict) or value in ("pca", "random"):
+        return value
+    raise DataError(f"{name} must be 'pca', 'random' or a dict of parameters; got {value!r}.")
+
+
+def _regularization(name: str, value: Any) -> Any:
+    return None if value is None else float(check_positive(value, name))
+
+
+def _n_starts(name: str, value: Any) -> int:
+    return check_int(name, value, low=1, remedy=f"Pass a positive number of starts, e.g. {name}=5.")
+
+
+class FactorAnalysisEM(EngineSpec):
+    """Maximum-likelihood factor analysis by EM (``method="em"``), or maximum a posteriori factor analysis
+    (``method="map"``: the same spec with the priors; below); NaN entries of ``X`` are missing (exact E-step).
+
+    Priors declared on the model are ignored (use ``method="map"``); linear constraints on the
+    loadings are honoured. With nothing missing the E-step works on the covariance matrix
+    (``use_moments=False`` forces the per-row form, which gives the same iterates).
+
+    ``method="map"`` is maximum a posteriori factor analysis (ECM) with the model's priors and loading
+    constraints: the Gaussian prior on the loadings and the mean and the inverse-gamma prior on the noise
+    variances enter the M-step (Gruber & Weiss 2006, structure prior of eq. 11 in its MAP form); the objective
+    traced is log p(y_o | θ) + log p(θ), non-decreasing. Options as for ``"em"``.
+
+    Parameters
+    ----------
+    model : FactorAnalysis
+    X : array (n_samples, n_features); NaN means missing.
+    seed : int, generator or None (used by the random starts: start r draws from the r-th generator spawned
+        from the seed, so the starts do not depend on how many ran before).
+    max_iter, tol : stop when the relative change of the log-likelihood is below ``tol``.
+    init : "pca", "random" or dict(loadings=..., noise_variance=..., mean=...).
+        ``"pca"`` takes the principal axes of the correlation matrix, rescaled to the columns (a
+        scale-equivariant start, as the ML solution is).
+    n_init : int, default 1
+        Number of starts: ``init`` first, then random starts; the highest log-likelihood is kept
+        (``diagnostics["restart_objectives"]``). One :class:`ConvergenceWarning` per fit, for the
+        kept run. The default start reaches the better of the two optima of unscaled wine (q=3) that
+        factor_analyzer and random starts find; raise ``n_init`` on hard problems.
+    regularization : float, optional
+        Floor on each noise variance as a fraction of its column's variance (default 1e-8); set it to
+        fit data with a singular covariance.
+    dtype, device : torch dtype (float64 default) and device.
+    acceleration : "squarem" (default; each traced iteration is one safeguarded SQUAREM cycle of three
+        EM steps) or "none" (plain EM, one step per iteration). Both trace a non-decreasing objective.
+
+    Heywood cases (a noise variance below 0.5% of its column's variance: the solution sits on, or
+    drifts to, the boundary) give a :class:`HeywoodWarning` naming the features and the remedies, and
+    are listed in ``diagnostics["heywood_features"]``.
+
+    ``X`` may be a ``dask.array.Array`` whose row chunks (dense, one column chunk) are the shards (needs
+    ``pip install "latentfs[dask]"``; :mod:`latentfs.inference.factor.sharded`, also for ``"map"``): with
+    complete data its moments are one pass of shard tasks and EM then runs on the driver; with missing
+    entries every EM step is one E-step task per shard, summed on the driver. The result equals the
+    in-memory fit for the same seed up to summation order; no row is gathered, so it holds no
+    ``factor_scores`` (:func:`latentfs.inference.factor.factor_scores` computes them lazily), per-row
+    log-likelihood or ``sample`` coordinate.
+
+    Returns
+    -------
+    Posterior with point sites ``loadings``, ``noise_variance``, ``mean``; extras ``factor_scores``
+    (E[z|y_o]), ``factor_score_covariance``, ``communalities``; per-row log-likelihood; the
+    log-likelihood trace.
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> fa = FactorAnalysis(1)
+    >>> X = fa.simulate(200, loadings=[[1.0], [0.9], [0.8]], noise_variance=0.2, mean=0.0, seed=0)["data"]
+    >>> post = latentfs.fit(fa, X, method="em")
+    >>> post.mean("loadings").shape, bool(np.all(np.diff(post.trace[0]) >= -1e-9))
+    ((3, 1), True)
+    >>> fa = FactorAnalysis(1, loading_scale=1.0, noise_shape=2.0, noise_scale=0.5)
+    >>> X = fa.simulate(100, loadings=[[1.0], [0.9], [0.8]], noise_variance=0.2, mean=0.0, seed=0)["data"]
+    >>> latentfs.fit(fa, X, method="map").diagnostics["log_prior"] < 0
+    True
+    """
+
+    kind = "optimizer"
+    remedies = "raise max_iter, loosen tol, or standardise the columns"
+    options = {
+        "seed": shared("seed"),
+        "max_iter": shared("max_iter", 5000),
+        "tol": shared("tol", 1e-9),
+        "init": Option("pca", _fa_init, "str or dict",
+                       "'pca' (principal axes of the correlation matrix), 'random', or starting parameters"),
+        "regularization": Option(None, _regularization, "float > 0 or None",
+                                 "floor on each noise variance as a fraction of its column's variance (1e-8)"),
+        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
+                        "float64 (default) or float32"),
+        "device": shared("device"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+        "callback": shared("callback", meaning="called as callback(iteration, parameters, objective)"),
+        "use_moments": Option(True, lambda n, v: bool(check_flag(n, v)), "bool",
+                              "with nothing missing, run the E-step on the covariance matrix"),
+        "acceleration": Option("squarem", _acceleration, "str", "'squarem' (default) or 'none' (plain EM)"),
+        "n_init": Option(1, _n_starts, "int ≥ 1", "starts: init first, then random; the best objective is kept"),
+    }
+    degenerate_warning = HeywoodWarning
+    degenerate_key = "heywood_features"
+    rank_degenerate = False  # a Heywood case may be the maximum likelihood itself
+
+    def __init__(self, method: str, use_priors: bool) -> None:
+        self.method, self.use_priors = method, use_priors
+        self.desc = "FactorAnalysis"
+
+    def prepare(self, model: Any, data: Any, o: Options) -> FAPrep:
+        from latentfs.core.shards import is_dask_array
+
+        started = time.perf_counter()
+        if not isinstance(model, FactorAnalysis):
+            raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
+        if is_dask_array(data):
+            from latentfs.inference.factor.sharded import prepare_shards
+
+            prep = prepare_shards(model, data, o, method=self.method, use_priors=self.use_priors, started=started)
+        else:
+            prep = _prepare_in_memory(model, data, o, method=self.method, use_priors=self.use_priors,
+                                      started=started)
+        prep.step = _ACCELERATIONS[o.acceleration](_em_map(prep), prep.floor)
+        return prep
+
+    def n_starts(self, prep: FAPrep, o: Options) -> int:
+        return 1 if isinstance(o.init, dict) else int(o.n_init)
+
+    def start(self, prep: FAPrep, o: Options, gen: torch.Generator, index: int) -> FAParams:
+        # the first start is ``init``; the others are random (small Gaussian loadings)
+        first = _project(prep.start_params(o.init if index == 0 else "random", gen), prep.model.constraints)
+        return FAParams(first.loadings, torch.maximum(first.noise_variance, prep.floor), first.mean)
+
+    def step(self, prep: FAPrep, o: Options, state: FAParams) -> tuple[FAParams, float]:
+        return prep.step(state)  # type: ignore[no-any-return]
+
+    def degenerate(self, prep: FAPrep, o: Options, state: FAParams) -> list[Any]:
+        return [prep.feature_names[j] for j in _heywood(prep, state)[0]]
+
+    def degenerate_message(self, prep: FAPrep, o: Options, flags: list[Any]) -> str:
+        return heywood_message(prep, prep.kept)
+
+    def export(self, prep: FAPrep, o: Options, outcome: Any) -> Export:
+        return _fa_export(prep, outcome.run)
+
+    def finish(self, prep: FAPrep, o: Options, state: FAParams) -> FAParams:
+        prep.kept = state  # the degeneracy message reads the state the flags were computed on
+        return state
 
 
 def _plain(em_map: Any, floor: torch.Tensor) -> Any:
@@ -760,196 +846,77 @@ def _squarem(em_map: Any, floor: torch.Tensor) -> Any:
 _ACCELERATIONS = {"none": _plain, "squarem": _squarem}
 
 
-def _fa_posterior(model: FactorAnalysis, matrix: Any, data: FAData, run: Any, method: str,
-                  use_priors: bool, seconds: float) -> Posterior:
-    params: FAParams = run.state
-    V, Ez, ll_rows = factor_posterior(params, data)
-    post = _fa_result(
-        model, run, method, use_priors, seconds, feature_names=list(matrix.feature_names),
-        loglik=float(ll_rows.sum()), n_samples=data.n_samples, n_observed=float(data.count.sum()),
-        n_patterns=int(data.patterns.shape[0]), sample_names=list(matrix.sample_names),
-        log_likelihood=ll_rows.cpu().numpy()[None, None, :],
-    )
-    post.extras.update(
-        factor_scores=Ez.cpu().numpy(),
-        factor_score_covariance=V[data.pattern_of_row].cpu().numpy() if V.shape[0] > 1 else V[0].cpu().numpy(),
-        pattern_of_row=data.pattern_of_row.cpu().numpy(),
-    )
-    # keep the extras' order of earlier releases (communalities after the score covariance)
-    post.extras = {k: post.extras[k] for k in
-                   ("factor_scores", "factor_score_covariance", "communalities", "pattern_of_row")}
-    return post
+def _heywood(prep: FAPrep, state: FAParams) -> tuple[np.ndarray, np.ndarray]:
+    """Features whose noise variance is within :data:`HEYWOOD_FRACTION` of zero (or at the floor), and every
+    feature's noise variance over its column's variance."""
+    psi = state.noise_variance.cpu().numpy()
+    ratio = psi / np.maximum(prep.var, 1e-300)
+    at_floor = psi <= 1.01 * prep.floor.cpu().numpy()
+    return np.flatnonzero((ratio < HEYWOOD_FRACTION) | at_floor), ratio
 
 
-def _fa_result(
-    model: FactorAnalysis,
-    run: Any,
-    method: str,
-    use_priors: bool,
-    seconds: float,
-    *,
-    feature_names: list[str],
-    loglik: float,
-    n_samples: int,
-    n_observed: float,
-    n_patterns: int,
-    sample_names: list[str] | None,
-    log_likelihood: np.ndarray | None,
-) -> Posterior:
-    """The FA result from the fitted state and the data's totals (no row-level quantity is needed)."""
-    params: FAParams = run.state
+def heywood_message(prep: FAPrep, state: FAParams) -> str:
+    """The warning of a Heywood case: which features, how close to zero, the remedies."""
+    bad, ratio = _heywood(prep, state)
+    listed = ", ".join(f"{prep.feature_names[j]!r} ({ratio[j]:.2g} of its variance)" for j in bad)
+    return (
+        f"FactorAnalysis {prep.method}: Heywood case: the noise variance of {listed} is at or near zero, so "
+        "that feature is explained entirely by the factors and the fit sits on the boundary of the "
+        "parameter space (the likelihood can be flat or still rising there). Try fewer factors "
+        "(n_components), more starts (n_init=10), a noise prior with method='map', or drop a feature that "
+        "is almost a linear combination of others."
+    )
+
+
+def _fa_export(prep: FAPrep, run: Any) -> Export:
+    """The FA result's sites, extras and diagnostics from the kept run (row-level extras only in memory)."""
+    model, params = prep.model, run.state
     p = params.numpy()
     W, psi = p["loadings"], p["noise_variance"]
     common = (W**2).sum(1)
-    communality = common / (common + psi)
     q = model.n_components
     d = W.shape[0]
     n_free = d * q + 2 * d - q * (q - 1) // 2
     if model.constraints is not None:
         n_free = d * q + 2 * d - int(model.constraints.n_active().sum())
-    coords: dict[str, list[str]] = {"feature": feature_names, "factor": [f"f{k}" for k in range(q)]}
-    if sample_names is not None:
-        coords["sample"] = sample_names
-    return Posterior(
-        model="FactorAnalysis",
-        method=method,
+    coords: dict[str, list[str]] = {"feature": prep.feature_names, "factor": [f"f{k}" for k in range(q)]}
+    extras: dict[str, Any] = {}
+    log_likelihood = None
+    if prep.shards is None:
+        V, Ez, ll_rows = factor_posterior(params, prep.data)
+        loglik = float(ll_rows.sum())
+        log_likelihood = ll_rows.cpu().numpy()[None, None, :]
+        extras.update(
+            factor_scores=Ez.cpu().numpy(),
+            factor_score_covariance=(V[prep.data.pattern_of_row].cpu().numpy() if V.shape[0] > 1
+                                     else V[0].cpu().numpy()),
+        )
+    else:
+        loglik = float(prep.estep(params).loglik)
+    extras["communalities"] = common / (common + psi)
+    if prep.shards is None:
+        extras["pattern_of_row"] = prep.data.pattern_of_row.cpu().numpy()
+    if prep.sample_names is not None:
+        coords["sample"] = prep.sample_names
+    diagnostics = {
+        "log_likelihood": loglik,
+        "log_prior": float(fa_log_prior(model, params)) if prep.use_priors else 0.0,
+        "n_parameters": int(n_free),
+        "bic": float(-2 * loglik + n_free * math.log(prep.n_samples)),
+        "missing_fraction": 1.0 - prep.n_observed / (prep.n_samples * d),
+        "n_patterns": prep.n_patterns,
+        "seconds": time.perf_counter() - prep.started,
+        "observation_dim": "sample",
+    }
+    if prep.shards is not None:
+        diagnostics["shards"] = prep.shards
+    return Export(
         dims={"loadings": ("feature", "factor"), "noise_variance": ("feature",), "mean": ("feature",)},
-        coords=coords,
-        trace=run.trace[None],
-        fitted={k: {"family": "point", "value": v} for k, v in p.items()},
-        diagnostics={
-            "converged": bool(run.converged),
-            "interrupted": bool(run.interrupted),
-            "n_iter": int(run.n_iter),
-            "log_likelihood": loglik,
-            "log_prior": float(fa_log_prior(model, params)) if use_priors else 0.0,
-            "n_parameters": int(n_free),
-            "bic": float(-2 * loglik + n_free * math.log(n_samples)),
-            "missing_fraction": 1.0 - n_observed / (n_samples * d),
-            "n_patterns": n_patterns,
-            "seconds": seconds,
-            "observation_dim": "sample",
-            "restart_objectives": list(run.info.get("restart_objectives", [float(run.objective)])),
-            "best_restart": int(run.info.get("best_restart", 0)),
-        },
-        log_likelihood=log_likelihood,
-        extras={"communalities": communality},
-        hyperparameters=model.hyperparameters(),
+        coords=coords, fitted={k: {"family": "point", "value": v} for k, v in p.items()},
+        diagnostics=diagnostics, log_likelihood=log_likelihood, extras=extras,
     )
 
 
-@register(FactorAnalysis, "em")
-def em_factor_analysis(
-    model: FactorAnalysis,
-    X: Any,
-    *,
-    seed: Any = 0,
-    max_iter: int = 5000,
-    tol: float = 1e-9,
-    init: Any = "pca",
-    regularization: float | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: Any = "cpu",
-    progress: bool | None = None,
-    warn: bool = True,
-    callback: Any = None,
-    use_moments: bool = True,
-    acceleration: str = "squarem",
-    n_init: int = 1,
-) -> Posterior:
-    """Maximum-likelihood factor analysis by EM; NaN entries of ``X`` are missing (exact E-step).
-
-    Priors declared on the model are ignored (use ``method="map"``); linear constraints on the
-    loadings are honoured. With nothing missing the E-step works on the covariance matrix
-    (``use_moments=False`` forces the per-row form, which gives the same iterates).
-
-    Parameters
-    ----------
-    model : FactorAnalysis
-    X : array (n_samples, n_features); NaN means missing.
-    seed : int or torch.Generator (used by ``init="random"``).
-    max_iter, tol : stop when the relative change of the log-likelihood is below ``tol``.
-    init : "pca", "random" or dict(loadings=..., noise_variance=..., mean=...).
-        ``"pca"`` takes the principal axes of the correlation matrix, rescaled to the columns (a
-        scale-equivariant start, as the ML solution is).
-    n_init : int, default 1
-        Number of starts: ``init`` first, then random starts; the highest log-likelihood is kept
-        (``diagnostics["restart_objectives"]``). One :class:`ConvergenceWarning` per fit, for the
-        kept run. The default start reaches the better of the two optima of unscaled wine (q=3) that
-        factor_analyzer and random starts find; raise ``n_init`` on hard problems.
-    regularization : float, optional
-        Floor on each noise variance as a fraction of its column's variance (default 1e-8); set it to
-        fit data with a singular covariance.
-    dtype, device : torch dtype (float64 default) and device.
-    acceleration : "squarem" (default; each traced iteration is one safeguarded SQUAREM cycle of three
-        EM steps) or "none" (plain EM, one step per iteration). Both trace a non-decreasing objective.
-
-    Heywood cases (a noise variance below 0.5% of its column's variance: the solution sits on, or
-    drifts to, the boundary) give a :class:`HeywoodWarning` naming the features and the remedies, and
-    are listed in ``diagnostics["heywood_features"]``.
-
-    ``X`` may be a ``dask.array.Array`` whose row chunks (dense, one column chunk) are the shards (needs
-    ``pip install "latentfs[dask]"``; :mod:`latentfs.inference.factor.sharded`, also for ``"map"``): with
-    complete data its moments are one pass of shard tasks and EM then runs on the driver; with missing
-    entries every EM step is one E-step task per shard, summed on the driver. The result equals the
-    in-memory fit for the same seed up to summation order; no row is gathered, so it holds no
-    ``factor_scores`` (:func:`latentfs.inference.factor.factor_scores` computes them lazily), per-row
-    log-likelihood or ``sample`` coordinate.
-
-    Returns
-    -------
-    Posterior with point sites ``loadings``, ``noise_variance``, ``mean``; extras ``factor_scores``
-    (E[z|y_o]), ``factor_score_covariance``, ``communalities``; per-row log-likelihood; the
-    log-likelihood trace.
-
-    Examples
-    --------
-    >>> import latentfs
-    >>> fa = FactorAnalysis(1)
-    >>> X = fa.simulate(200, loadings=[[1.0], [0.9], [0.8]], noise_variance=0.2, mean=0.0, seed=0)["data"]
-    >>> post = latentfs.fit(fa, X, method="em")
-    >>> post.mean("loadings").shape, bool(np.all(np.diff(post.trace[0]) >= -1e-9))
-    ((3, 1), True)
-    """
-    return _fit_fa(model, X, use_priors=False, method="em", seed=seed, max_iter=max_iter, tol=tol, init=init,
-                   regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
-                   use_moments=use_moments, acceleration=acceleration, n_init=n_init, callback=callback)
-
-
-@register(FactorAnalysis, "map")
-def map_factor_analysis(
-    model: FactorAnalysis,
-    X: Any,
-    *,
-    seed: Any = 0,
-    max_iter: int = 5000,
-    tol: float = 1e-9,
-    init: Any = "pca",
-    regularization: float | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: Any = "cpu",
-    progress: bool | None = None,
-    warn: bool = True,
-    callback: Any = None,
-    use_moments: bool = True,
-    acceleration: str = "squarem",
-    n_init: int = 1,
-) -> Posterior:
-    """Maximum a posteriori factor analysis (ECM) with the model's priors and loading constraints.
-
-    The Gaussian prior on the loadings and the mean and the inverse-gamma prior on the noise
-    variances enter the M-step (Gruber & Weiss 2006, structure prior of eq. 11 in its MAP form); the
-    objective traced is log p(y_o | θ) + log p(θ), non-decreasing. Options as in the ``"em"`` engine.
-
-    Examples
-    --------
-    >>> import latentfs
-    >>> fa = FactorAnalysis(1, loading_scale=1.0, noise_shape=2.0, noise_scale=0.5)
-    >>> X = fa.simulate(100, loadings=[[1.0], [0.9], [0.8]], noise_variance=0.2, mean=0.0, seed=0)["data"]
-    >>> post = latentfs.fit(fa, X, method="map")
-    >>> post.diagnostics["log_prior"] < 0
-    True
-    """
-    return _fit_fa(model, X, use_priors=True, method="map", seed=seed, max_iter=max_iter, tol=tol, init=init,
-                   regularization=regularization, dtype=dtype, device=device, progress=progress, warn=warn,
-                   use_moments=use_moments, acceleration=acceleration, n_init=n_init, callback=callback)
+#: the two specs, callable as ``engine(model, X, **options)`` (the pipeline runs them), under their earlier names
+em_factor_analysis = register_spec(FactorAnalysisEM("em", use_priors=False), FactorAnalysis)
+map_factor_analysis = register_spec(FactorAnalysisEM("map", use_priors=True), FactorAnalysis)

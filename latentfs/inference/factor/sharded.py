@@ -1,4 +1,8 @@
-"""Factor analysis (EM and MAP) on a dask array: one task per row shard (DESIGN contract 8).
+"""The data side of factor analysis (EM and MAP) on a dask array: one task per row shard (DESIGN contract 8).
+
+The engine is the in-memory one, :class:`~latentfs.inference.factor.em.FactorAnalysisEM`, run by the one pipeline;
+this module only gives it what it needs from the shards (:func:`prepare_shards`: the E-step, the starts, the
+totals), so the restarts, the steps, the Heywood check and the result are those of the in-memory fit.
 
 A ``dask.array.Array`` whose row chunks are the shards (dense blocks, every column in one chunk) is fitted
 without gathering its rows (:mod:`latentfs.core.shards`). Each shard is validated inside its task.
@@ -25,28 +29,23 @@ scores lazily (a dask array with the input's row chunks).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from latentfs.core.data import DataError, as_continuous, check_positive
-from latentfs.core.driver import make_generator
+from latentfs.core.data import DataError, as_continuous
 from latentfs.core.options import check_moments
 from latentfs.core.results import Posterior
 from latentfs.inference.factor.em import (
     EStats,
     FAData,
     FAParams,
+    FAPrep,
     _check_covariance,
     _check_fa_shape,
-    _check_n_init,
     _estep_patterns,
-    _fa_result,
-    _flag_heywood,
-    _run_em,
     fa_estep,
     factor_posterior,
     initial_params_from_moments,
@@ -54,7 +53,7 @@ from latentfs.inference.factor.em import (
 )
 from latentfs.models.factor import FactorAnalysis
 
-__all__ = ["factor_scores", "fit_fa_dask"]
+__all__ = ["factor_scores", "prepare_shards"]
 
 
 # ---------------------------------------------------------------------------------------------- shard tasks
@@ -139,33 +138,14 @@ def _pool(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[int, np.ndar
 
 
 # ---------------------------------------------------------------------------------------------- the fit
-def fit_fa_dask(
-    model: FactorAnalysis,
-    X: Any,
-    *,
-    use_priors: bool,
-    method: str,
-    seed: Any,
-    max_iter: int,
-    tol: float,
-    init: Any,
-    regularization: float | None,
-    dtype: torch.dtype,
-    device: Any,
-    progress: bool | None,
-    warn: bool,
-    use_moments: bool,
-    acceleration: str,
-    n_init: int,
-    callback: Any,
-    started: float | None = None,
-) -> Posterior:
-    """The ``"em"`` / ``"map"`` engine on a dask array (module docstring); options as validated there."""
+def prepare_shards(model: FactorAnalysis, X: Any, o: Any, *, method: str, use_priors: bool,
+                   started: float) -> FAPrep:
+    """The data side of the ``"em"`` / ``"map"`` spec (:class:`~latentfs.inference.factor.em.FactorAnalysisEM`) on
+    a dask array (module docstring): the shards' summaries in one pass, the E-step on the pooled covariance
+    (complete data) or one task per shard, the starts from the pooled moments."""
     from latentfs.core import shards
 
-    started = time.perf_counter() if started is None else started
-    if not isinstance(model, FactorAnalysis):
-        raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
+    dtype, device, regularization = o.dtype, o.device, o.regularization
     blocks, starts = shards.row_shards(X)
     stops = starts[1:] + [int(X.shape[0])]
     task = shards.delayed(shards.shard_task, pure=True)
@@ -216,12 +196,11 @@ def fit_fa_dask(
         mean = obs_mean
         var = obs_m2 / n  # variance of the mean-imputed columns (the imputed entries add nothing)
         floor_var = obs_m2 / count  # nanvar
-    frac = 1e-8 if regularization is None else float(check_positive(regularization, "regularization"))
+    frac = 1e-8 if regularization is None else float(regularization)
     floor = torch.as_tensor(frac * floor_var, dtype=dtype, device=device)
-    n_starts = _check_n_init(n_init, init)
     dev = str(device)
     persisted: list[Any] = []
-    if missing or not use_moments:
+    if missing or not o.use_moments:
         persisted = shards.persist([shards.delayed(_shard_data, pure=True)(v, dtype, dev) for v in values])
 
     def covariance() -> np.ndarray:
@@ -233,14 +212,11 @@ def fit_fa_dask(
         pooled = shards.compute(*[fill(_values_of(p), mean_key) for p in persisted])
         return _pool(list(pooled))[2] / n
 
-    gen = make_generator(seed)
+    def start_params(init: Any, gen: torch.Generator) -> FAParams:
+        return initial_params_from_moments(mean, var, covariance, model.n_components, init=init, generator=gen,
+                                           dtype=dtype, device=device)
 
-    def start(r: int) -> FAParams:
-        return initial_params_from_moments(mean, var, covariance, model.n_components,
-                                           init=init if r == 0 else "random", generator=gen, dtype=dtype,
-                                           device=device)
-
-    if cov is not None and use_moments:
+    if cov is not None and o.use_moments:
         summary.col_mean, summary.col_cov = t(mean), t(cov)
 
         def estep(state: FAParams) -> EStats:
@@ -257,18 +233,9 @@ def fit_fa_dask(
             B = _sum_b(B_parts, d)
             return EStats(A=t(np.sum(A_parts, axis=0)), B=t(B), loglik=t(float(np.sum(ll_parts))))
 
-    run = _run_em(model, estep, summary, start, floor=floor, use_priors=use_priors, method=method,
-                  max_iter=max_iter, tol=tol, progress=progress, warn=warn, acceleration=acceleration,
-                  n_starts=n_starts, callback=callback)
-    loglik = float(estep(run.state).loglik)
-    post = _fa_result(
-        model, run, method, use_priors, time.perf_counter() - started, feature_names=[f"x{j}" for j in range(d)],
-        loglik=loglik, n_samples=n, n_observed=float(count.sum()), n_patterns=n_patterns, sample_names=None,
-        log_likelihood=None,
-    )
-    post.diagnostics["shards"] = len(blocks)
-    _flag_heywood(post, None, floor, warn=warn, method=method, var=floor_var)
-    return post
+    return FAPrep(model, method, use_priors, summary, estep, start_params, floor, floor_var,
+                  feature_names=[f"x{j}" for j in range(d)], sample_names=None, n_samples=n,
+                  n_observed=float(count.sum()), n_patterns=n_patterns, started=started, shards=len(blocks))
 
 
 def _values_of(data: Any) -> Any:

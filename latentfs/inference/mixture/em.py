@@ -472,7 +472,7 @@ class MixtureEM(EngineSpec):
     def short_iter(self, prep: Any, o: Options) -> int:
         return int(o.short_iter)
 
-    def start(self, prep: Any, o: Options, gen: torch.Generator) -> Any:
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> Any:
         return em_start(prep.fam, o.init, gen, prep.reg, prep.init_rows, single=prep.n_starts == 1)
 
     def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:

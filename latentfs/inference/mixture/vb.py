@@ -264,7 +264,7 @@ class MixtureVB(EngineSpec):
     def n_starts(self, prep: Any, o: Options) -> int:
         return int(prep.n_starts)
 
-    def start(self, prep: Any, o: Options, gen: torch.Generator) -> Any:
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> Any:
         resp0 = initial_responsibilities(prep.fam, o.init, gen)
         return conjugate_posterior(prep.fam, prep.fam.statistics(resp0), prep.pr)
 
