@@ -289,7 +289,7 @@ def _dropped_run(reason: str) -> OptimizerRun:
 
 
 def run_starts(
-    start: Callable[[torch.Generator], Any],
+    start: Callable[..., Any],
     step: Callable[[Any], tuple[Any, float]],
     *,
     n_init: int,
