@@ -49,6 +49,7 @@ DIAGNOSTICS: dict[str, str] = {
     "collapsed": "components at a degenerate point (a variance at the floor): component, feature, relative "
                  "variance, weight; [] when none",
     "heywood_features": "features whose noise variance sits at its bound (a Heywood case)",
+    "at_bound": "parameters whose estimate sits at a bound of its search (the fit ran to the cap); [] when none",
     "symmetric_saddle": "the topic model ended at the symmetric saddle (every topic alike)",
     "clipped_priors": "Dirichlet parameters below 1 raised to 1 for a MAP fit (the mode exists only then)",
     "zero_doc_entries": "document-topic proportions exactly zero at the MAP",

@@ -257,7 +257,8 @@ class HiddenPotts:
         return _check_lattice(X, name, self.n_components, for_fit)
 
     def prior(self, X: np.ndarray | None, n_features: int) -> dict[str, np.ndarray]:
-        """The resolved emission prior: m0 (d,), σ0² (d,), κ0, ν0; m0 and σ0² from ``X`` (N, d) when unset."""
+        """The resolved emission prior: m0 (d,), σ0² (d,), κ0, ν0; m0 and σ0² from ``X`` (N, d) when unset (σ0²
+        the column variance, relative to the data's scale; 1 for a constant column)."""
         d = int(n_features)
         if self.mean_prior is not None:
             m0 = np.broadcast_to(self.mean_prior, (d,)).astype(np.float64)
@@ -266,7 +267,10 @@ class HiddenPotts:
         if self.variance_prior is not None:
             s0 = np.broadcast_to(self.variance_prior, (d,)).astype(np.float64)
         else:
-            s0 = np.ones(d) if X is None else np.maximum(X.var(0), 1e-12)
+            # the column variance itself (1 for a constant column): an absolute floor (it was 1e-12) swamped
+            # the variance of an image × 1e-30 and put the Gibbs labels at chance
+            var = None if X is None else X.var(0)
+            s0 = np.ones(d) if var is None else np.where(var > 0, var, 1.0)
         return {"mean": m0, "variance": s0, "mean_precision": np.asarray(self.mean_precision, dtype=np.float64),
                 "dof": np.asarray(self.degrees_of_freedom, dtype=np.float64)}
 

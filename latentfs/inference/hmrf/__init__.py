@@ -12,9 +12,13 @@ Importing this package registers every engine of the family with :func:`latentfs
 import importlib
 import pkgutil
 
-from latentfs.inference.hmrf.family import maximise_pseudo_likelihood, pseudo_log_likelihood
+from latentfs.inference.hmrf.family import (
+    InteractionAtBoundWarning,
+    maximise_pseudo_likelihood,
+    pseudo_log_likelihood,
+)
 
-__all__ = ["maximise_pseudo_likelihood", "pseudo_log_likelihood"]
+__all__ = ["InteractionAtBoundWarning", "maximise_pseudo_likelihood", "pseudo_log_likelihood"]
 
 # Engines register themselves on import.
 for _mod in pkgutil.iter_modules(__path__):

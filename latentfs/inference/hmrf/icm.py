@@ -27,6 +27,7 @@ from latentfs.inference.hmrf.family import (
     LatticeFamily,
     check_interaction,
     conditional_logits,
+    flag_interaction_at_bound,
     kmeans_labels,
     maximise_pseudo_likelihood,
     point_fitted,
@@ -58,9 +59,10 @@ def icm_objective(fam: LatticeFamily, labels: torch.Tensor, log_g: torch.Tensor,
 def icm_step(
     fam: LatticeFamily, state: dict[str, Any], reg: float, fixed_eta: float | None
 ) -> tuple[dict[str, Any], float]:
-    """One ICM iteration; returns the new state and U at the input state."""
+    """One ICM iteration; returns the new state and U at the input state (standardised coordinates: U in the
+    data's units is U + H·W·``fam.log_jacobian``)."""
     labels, eta = state["labels"], state["eta"]
-    log_g = fam.log_emission(state["means"], state["variance"])
+    log_g = fam.standard_log_emission(state["means"], state["variance"])
     value = icm_objective(fam, labels, log_g, eta)
     labels = icm_sweep(fam, labels, log_g, eta)
     means, variance = fam.m_step(fam.onehot(labels), reg)
@@ -70,7 +72,8 @@ def icm_step(
 
 
 def initial_state(fam: LatticeFamily, gen: torch.Generator, reg: float, fixed_eta: float | None) -> dict[str, Any]:
-    """k-means labels, their emission M-step, and η from their pseudo-likelihood (or the fixed η)."""
+    """k-means labels, their emission M-step (standardised coordinates), and η from their pseudo-likelihood (or
+    the fixed η)."""
     labels = kmeans_labels(fam, gen)
     means, variance = fam.m_step(fam.onehot(labels), reg)
     eta = fixed_eta if fixed_eta is not None else maximise_pseudo_likelihood(fam.onehot(labels),
@@ -99,10 +102,12 @@ def _icm_engine(
     data : array (H, W) or (H, W, d)
         The observed lattice.
     interaction : float, optional
-        A fixed η; by default η is estimated by maximum pseudo-likelihood after every sweep.
+        A fixed η; by default η is estimated by maximum pseudo-likelihood after every sweep (with one label η
+        is not identified and is fixed at 0; :func:`~latentfs.inference.hmrf.family.check_interaction`).
     reg_covar : float
         Floor of each emission variance, as a fraction of the feature's variance.
-    max_iter, tol : stopping rule of :func:`~latentfs.core.driver.run_optimizer` (relative change of U).
+    max_iter, tol : stopping rule of :func:`~latentfs.core.driver.run_optimizer` (relative change of U in
+        standardised coordinates, so that the stopping point does not depend on the data's scale).
     seed : starting k-means labels.
     device : str or torch.device
         Where the sweeps and M-steps run (``"cpu"``, ``"cuda"``, ``"cuda:1"``), in float64; the k-means start
@@ -112,7 +117,10 @@ def _icm_engine(
     -------
     Posterior
         Point sites ``interaction``, ``means`` (K, d), ``variance`` (K, d); ``extras["labels"]`` (H, W), the
-        restored field; ``diagnostics["pseudo_log_likelihood"]``.
+        restored field; ``diagnostics["pseudo_log_likelihood"]``; ``diagnostics["at_bound"]`` lists
+        ``"interaction"`` when the estimated η sits at ``interaction_max`` (with an
+        :class:`~latentfs.inference.hmrf.family.InteractionAtBoundWarning`). The fit is equivariant to an affine
+        change of each feature's units (the labels and η of c·y + b are those of y).
 
     Examples
     --------
@@ -140,13 +148,13 @@ def _icm_engine(
         callback=callback,
     )
     st = run.state
-    return Posterior(
+    post = Posterior(
         model=type(model).__name__,
         method="icm",
         dims=fam.dims(),
         coords=fam.coords(),
-        trace=run.trace[None],
-        fitted=point_fitted(st["eta"], st["means"], st["variance"]),
+        trace=run.trace[None] + fam.n * fam.log_jacobian,
+        fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method="icm", warn=warn),
         diagnostics={
             "converged": bool(run.converged),
             "n_iter": int(run.n_iter),
@@ -160,6 +168,8 @@ def _icm_engine(
         extras={"labels": st["labels"].cpu().numpy().astype(np.int64)},
         hyperparameters=model.hyperparameters(),
     )
+    flag_interaction_at_bound(post, np.asarray(st["eta"]), model, estimated=fixed is None, warn=warn)
+    return post
 
 
 register(HiddenPotts, "icm")(_icm_engine)

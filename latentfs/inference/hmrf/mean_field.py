@@ -33,6 +33,7 @@ from latentfs.inference.hmrf.family import (
     LatticeFamily,
     check_interaction,
     conditional_logits,
+    flag_interaction_at_bound,
     maximise_pseudo_likelihood,
     point_fitted,
     prepare,
@@ -78,9 +79,10 @@ def _solve(fam: LatticeFamily, q: torch.Tensor, log_g: torch.Tensor, eta: float,
 def mean_field_step(
     fam: LatticeFamily, state: dict[str, Any], reg: float, fixed_eta: float | None, inner: int
 ) -> tuple[dict[str, Any], float]:
-    """One mean-field EM iteration; returns the new state and F at the input state."""
+    """One mean-field EM iteration; returns the new state and F at the input state (standardised coordinates: F
+    in the data's units is F + H·W·``fam.log_jacobian``)."""
     q, eta = state["q"], state["eta"]
-    log_g = fam.log_emission(state["means"], state["variance"])
+    log_g = fam.standard_log_emission(state["means"], state["variance"])
     value = mean_field_free_energy(q, log_g, eta)
     q = _solve(fam, q, log_g, eta, inner)
     means, variance = fam.m_step(q, reg)
@@ -111,12 +113,17 @@ def _mean_field_engine(
     ----------
     data : array (H, W) or (H, W, d)
     interaction : float, optional
-        A fixed η; by default η maximises the mean-field pseudo-likelihood at every M-step.
+        A fixed η; by default η maximises the mean-field pseudo-likelihood at every M-step (with one label η is
+        not identified and is fixed at 0; :func:`~latentfs.inference.hmrf.family.check_interaction`). With weak
+        signal that estimate can feed on its own smoothing and run to ``interaction_max``: the result then
+        warns (:class:`~latentfs.inference.hmrf.family.InteractionAtBoundWarning`) and lists ``"interaction"``
+        in ``diagnostics["at_bound"]``.
     inner_iters : int
         Checkerboard mean-field sweeps per E-step.
     reg_covar : float
         Floor of each emission variance, as a fraction of the feature's variance.
-    max_iter, tol : stopping rule (relative change of the free energy F).
+    max_iter, tol : stopping rule (relative change of the free energy F in standardised coordinates, so that the
+        stopping point does not depend on the data's scale).
     seed : the k-means start (the same start as ICM's).
     device : str or torch.device
         Where the sweeps and M-steps run (``"cpu"``, ``"cuda"``, ``"cuda:1"``), in float64; the k-means start
@@ -127,7 +134,9 @@ def _mean_field_engine(
     Posterior
         Point sites ``interaction``, ``means``, ``variance``; ``extras["label_probabilities"]`` (H, W, K),
         q at its fixed point for the returned θ, and ``extras["labels"]`` its argmax;
-        ``diagnostics["fixed_point_residual"]``.
+        ``diagnostics["fixed_point_residual"]``; ``diagnostics["at_bound"]`` (``["interaction"]`` when the
+        estimated η sits at ``interaction_max``, else ``[]``). The fit is equivariant to an affine change of each
+        feature's units (the labels and η of c·y + b are those of y).
 
     Examples
     --------
@@ -158,20 +167,20 @@ def _mean_field_engine(
         callback=callback,
     )
     st = run.state
-    log_g = fam.log_emission(st["means"], st["variance"])
+    log_g = fam.standard_log_emission(st["means"], st["variance"])
     q = _solve(fam, st["q"], log_g, st["eta"], 2000, tol=1e-12)
-    return Posterior(
+    post = Posterior(
         model=type(model).__name__,
         method="mean_field",
         dims=fam.dims(),
         coords=fam.coords(),
-        trace=run.trace[None],
-        fitted=point_fitted(st["eta"], st["means"], st["variance"]),
+        trace=run.trace[None] + fam.n * fam.log_jacobian,
+        fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method="mean_field", warn=warn),
         diagnostics={
             "converged": bool(run.converged),
             "n_iter": int(run.n_iter),
             "objective": "mean-field free energy F(q, theta), a lower bound on log f(y | theta) + log G(eta)",
-            "free_energy": mean_field_free_energy(q, log_g, st["eta"]),
+            "free_energy": mean_field_free_energy(q, log_g, st["eta"]) + fam.n * fam.log_jacobian,
             "fixed_point_residual": fixed_point_residual(q, log_g, st["eta"]),
             "pseudo_log_likelihood": pseudo_log_likelihood(q, st["eta"]),
             "interaction_estimated": fixed is None,
@@ -182,6 +191,8 @@ def _mean_field_engine(
         extras={"label_probabilities": q.cpu().numpy(), "labels": q.argmax(-1).cpu().numpy().astype(np.int64)},
         hyperparameters=model.hyperparameters(),
     )
+    flag_interaction_at_bound(post, np.asarray(st["eta"]), model, estimated=fixed is None, warn=warn)
+    return post
 
 
 register(HiddenPotts, "mean_field")(_mean_field_engine)
