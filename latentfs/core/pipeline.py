@@ -377,7 +377,9 @@ class Export:
     parameters or variational factors, ``draws`` for a sampler's), ``extras``, the pointwise ``log_likelihood``
     (an array, or a function computed on first use), the engine's own ``diagnostics`` and ``sample_stats``, and
     ``lazy_extras`` set on the result after it is made (dask arrays stay lazy). ``relabel`` names the site and
-    dimension a sampler's draws are relabelled on (jointly with every other component-indexed global site)."""
+    dimension a sampler's draws are relabelled on (jointly with every other component-indexed global site);
+    ``alignment`` records an alignment the engine made itself (factor loadings are aligned by rotation, not by
+    permutation)."""
 
     dims: dict[str, tuple[str, ...]]
     coords: dict[str, list[str]]
@@ -390,6 +392,7 @@ class Export:
     lazy_extras: dict[str, Any] = field(default_factory=dict)
     relabel: tuple[str, str] | None = None
     trace: np.ndarray | None = None
+    alignment: dict[str, Any] | None = None
 
 
 class EngineSpec:
@@ -500,7 +503,8 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
                 lambda state, gen: spec.sample(prep, o, state, gen),
                 lambda state: spec.collect(prep, o, state),
                 num_chains=o.num_chains, num_warmup=o.num_warmup, num_samples=o.num_samples, thin=o.thin,
-                seed=o.seed, desc=desc, progress=o.get("progress"), threadable=spec.threadable,
+                seed=o.seed, device=o.get("device", "cpu"), desc=desc, progress=o.get("progress"),
+                threadable=spec.threadable,
             )
             common: dict[str, Any] = {
                 "num_chains": int(outcome.trace.shape[0]),
@@ -544,6 +548,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
         extras=ex.extras,
         hyperparameters=spec.hyperparameters(model, prep, o),
         sample_stats=ex.sample_stats,
+        alignment=ex.alignment,
     )
     post.extras.update(ex.lazy_extras)
     if spec.kind == "sampler":

@@ -38,10 +38,9 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import run_sampler
-from latentfs.core.options import check_moments, check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.options import check_dtype, check_flag, check_float, check_moments
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.inference.factor.em import (
     FAData,
     FAParams,
@@ -62,6 +61,7 @@ __all__ = [
     "procrustes_rotation",
     "signed_permutation",
     "align_loadings",
+    "FactorAnalysisGibbs",
     "gibbs_factor_analysis",
 ]
 
@@ -228,24 +228,13 @@ def align_loadings(
 
 
 # ---------------------------------------------------------------------------------------------- engine
-@register(FactorAnalysis, "gibbs")
-def gibbs_factor_analysis(
-    model: FactorAnalysis,
-    X: Any,
-    *,
-    num_chains: int = 4,
-    num_warmup: int = 500,
-    num_samples: int = 500,
-    thin: int = 1,
-    seed: Any = 0,
-    align: str | None = None,
-    init_jitter: float = 0.3,
-    pointwise_log_likelihood: bool = True,
-    dtype: torch.dtype = torch.float64,
-    device: Any = "cpu",
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+def _align_option(name: str, value: Any) -> Any:
+    if value is not None and value not in (*_ALIGNMENTS, "none"):
+        raise DataError(f"{name} must be one of {sorted(_ALIGNMENTS) + ['none']}; got {value!r}.")
+    return value
+
+
+class FactorAnalysisGibbs(EngineSpec):
     """Bayesian factor analysis by block Gibbs with data augmentation; NaN entries are missing.
 
     Needs proper priors on the loadings and noise variances (``loading_scale``, ``noise_shape``,
@@ -274,108 +263,127 @@ def gibbs_factor_analysis(
     >>> post.samples("loadings").shape
     (2, 50, 3, 1)
     """
-    started = time.perf_counter()
-    if not isinstance(model, FactorAnalysis):
-        raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
-    if not model.has_proper_priors:
-        raise DataError(
-            "gibbs needs proper priors on the loadings and the noise variances; got loading_scale="
-            f"{model.loading_scale}, noise_shape={model.noise_shape}. Build the model with e.g. "
-            "FactorAnalysis(k, loading_scale=1.0, noise_shape=2.0, noise_scale=1.0), or use method='map'."
-        )
-    num_chains, num_warmup, num_samples, thin, seed, dtype, device = check_options(
-        num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin, seed=seed, dtype=dtype,
-        device=device,
-    )
-    matrix = _validate_fa(model, X)  # no singular-covariance check: the priors keep the posterior proper
-    values = matrix.values
-    check_moments(values)
-    q = model.n_components
-    if align is None:
-        if model.constraints is None:
-            align = "procrustes"
-        else:
-            align = "signed_permutation" if np.all(model.constraints.target == 0) else "none"
-    if align not in (*_ALIGNMENTS, "none"):
-        raise DataError(f"align must be one of {sorted(_ALIGNMENTS) + ['none']}; got {align!r}.")
-    data = prepare_fa_data(values, dtype=dtype, device=device, use_moments=False)
-    start = map_factor_analysis(model, values, max_iter=300, tol=1e-7, warn=False, dtype=dtype, device=device,
-                                progress=False, regularization=1e-6)
-    start_np = {k: start.mean(k) for k in ("loadings", "noise_variance", "mean")}
-    t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=dtype, device=device)  # noqa: E731
-    prior = np.zeros(q + 1)
-    prior[:q] = 1.0 / model.loading_scale**2  # type: ignore[operator]
-    prior[q] = 0.0 if model.mean_scale is None else 1.0 / model.mean_scale**2
-    prior_t = t(prior)
-    cons = None
-    if model.constraints is not None:
-        c = model.constraints
-        mat = np.concatenate([c.matrix, np.zeros(c.matrix.shape[:2] + (1,))], axis=2)
-        cons = (t(mat), t(c.target), t((~c.active).astype(np.float64)))
-    a0, b0 = float(model.noise_shape), float(model.noise_scale)  # type: ignore[arg-type]
-    scale = np.sqrt(np.nanvar(values, axis=0))
 
-    def init(gen: torch.Generator) -> FAGibbsState:
-        jitter = torch.randn(values.shape[1], q, generator=gen, dtype=dtype).numpy()
-        W = start_np["loadings"] + init_jitter * jitter * scale[:, None] / math.sqrt(q)
+    method = "gibbs"
+    kind = "sampler"
+    desc = "gibbs"
+    options = {
+        "num_chains": shared("num_chains", 4),
+        "num_warmup": shared("num_warmup", 500),
+        "num_samples": shared("num_samples", 500),
+        "thin": shared("thin"),
+        "seed": shared("seed"),
+        "align": Option(None, _align_option, "str or None",
+                        "'procrustes', 'signed_permutation' or 'none' (default: from the constraints)"),
+        "init_jitter": Option(0.3, lambda n, v: check_float(n, v, 0.0), "float ≥ 0",
+                              "each chain's start: the MAP loadings jittered by this × their scale"),
+        "pointwise_log_likelihood": Option(True, lambda n, v: bool(check_flag(n, v)), "bool",
+                                           "keep each row's log-likelihood per draw (the log_likelihood group)"),
+        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
+                        "float64 (default) or float32"),
+        "device": shared("device"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+    }
+
+    def prepare(self, model: Any, X: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        started = time.perf_counter()
+        if not isinstance(model, FactorAnalysis):
+            raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
+        if not model.has_proper_priors:
+            raise DataError(
+                "gibbs needs proper priors on the loadings and the noise variances; got loading_scale="
+                f"{model.loading_scale}, noise_shape={model.noise_shape}. Build the model with e.g. "
+                "FactorAnalysis(k, loading_scale=1.0, noise_shape=2.0, noise_scale=1.0), or use method='map'."
+            )
+        dtype, device = o.dtype, o.device
+        matrix = _validate_fa(model, X)  # no singular-covariance check: the priors keep the posterior proper
+        values = matrix.values
+        check_moments(values)
+        q = model.n_components
+        align = o.align
+        if align is None:
+            if model.constraints is None:
+                align = "procrustes"
+            else:
+                align = "signed_permutation" if np.all(model.constraints.target == 0) else "none"
+        data = prepare_fa_data(values, dtype=dtype, device=device, use_moments=False)
+        start = map_factor_analysis(model, values, max_iter=300, tol=1e-7, warn=False, dtype=dtype, device=device,
+                                    progress=False, regularization=1e-6)
+        t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=dtype, device=device)  # noqa: E731
+        prior = np.zeros(q + 1)
+        prior[:q] = 1.0 / model.loading_scale**2  # type: ignore[operator]
+        prior[q] = 0.0 if model.mean_scale is None else 1.0 / model.mean_scale**2
+        cons = None
         if model.constraints is not None:
+            c = model.constraints
+            mat = np.concatenate([c.matrix, np.zeros(c.matrix.shape[:2] + (1,))], axis=2)
+            cons = (t(mat), t(c.target), t((~c.active).astype(np.float64)))
+        return SimpleNamespace(
+            model=model, matrix=matrix, values=values, q=q, align=align, data=data, t=t, prior=t(prior), cons=cons,
+            start={k: start.mean(k) for k in ("loadings", "noise_variance", "mean")}, started=started,
+            a0=float(model.noise_shape), b0=float(model.noise_scale),  # type: ignore[arg-type]
+            scale=np.sqrt(np.nanvar(values, axis=0)),
+        )
+
+    def init(self, prep: Any, o: Options, gen: torch.Generator) -> FAGibbsState:
+        t, q, start = prep.t, prep.q, prep.start
+        jitter = torch.randn(prep.values.shape[1], q, generator=gen, dtype=o.dtype).numpy()
+        W = start["loadings"] + o.init_jitter * jitter * prep.scale[:, None] / math.sqrt(q)
+        if prep.model.constraints is not None:
             from latentfs.inference.factor.em import _project
 
-            W = _project(FAParams(t(W), t(start_np["noise_variance"]), t(start_np["mean"])),
-                         model.constraints).loadings.cpu().numpy()
-        params = FAParams(t(W), t(start_np["noise_variance"]), t(start_np["mean"]))
-        z, _, ll = sample_factors(params, data, gen)
+            W = _project(FAParams(t(W), t(start["noise_variance"]), t(start["mean"])),
+                         prep.model.constraints).loadings.cpu().numpy()
+        params = FAParams(t(W), t(start["noise_variance"]), t(start["mean"]))
+        z, _, ll = sample_factors(params, prep.data, gen)
         return FAGibbsState(params, z, ll)
 
-    def step(state: FAGibbsState, gen: torch.Generator) -> tuple[FAGibbsState, float]:
+    def sample(self, prep: Any, o: Options, state: FAGibbsState, gen: torch.Generator) -> tuple[FAGibbsState, float]:
         # θ | z (rows, then noise variances), then z | θ; the last also gives log p(y_n,o | θ_new).
-        rows, _, _ = sample_rows(state.factors, state.params.noise_variance, data, prior_t, gen, cons)
-        psi, _, _ = sample_noise_variance(rows, state.factors, data, a0, b0, gen)
+        data = prep.data
+        rows, _, _ = sample_rows(state.factors, state.params.noise_variance, data, prep.prior, gen, prep.cons)
+        psi, _, _ = sample_noise_variance(rows, state.factors, data, prep.a0, prep.b0, gen)
         new = FAParams(rows[:, :-1].contiguous(), psi, rows[:, -1].contiguous())
         z, _, row_ll = sample_factors(new, data, gen)
         return FAGibbsState(new, z, row_ll), float(row_ll.sum())
 
-    def collect(state: FAGibbsState) -> dict[str, np.ndarray]:
-        out = state.params.numpy()
-        if pointwise_log_likelihood:
-            # log p(y_n,o | θ) at this state's parameters
-            out["_row_loglik"] = state.row_loglik.cpu().numpy()
+    def collect(self, prep: Any, o: Options, state: FAGibbsState) -> dict[str, Any]:
+        out: dict[str, Any] = state.params.numpy()
+        if o.pointwise_log_likelihood:
+            out["_row_loglik"] = state.row_loglik.cpu().numpy()  # log p(y_n,o | θ) at this state's parameters
         return out
 
-    run = run_sampler(init, step, collect, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples,
-                      thin=thin, seed=seed, device=device, desc="FactorAnalysis gibbs", progress=progress)
-    draws = dict(run.draws)
-    row_ll = draws.pop("_row_loglik", None)
-    alignment = None
-    extras: dict[str, np.ndarray] = {}
-    if align != "none":
-        aligned, transforms, ref = align_loadings(draws["loadings"], start_np["loadings"], align)
-        draws["loadings"] = aligned
-        extras["alignment_transforms"] = transforms
-        alignment = {"site": "loadings", "dim": "factor", "rule": align, "reference": ref.tolist(),
-                     "reference_start": "map", "rounds": 2}
-    common = (draws["loadings"] ** 2).sum(-1)
-    draws["communalities"] = common / (common + draws["noise_variance"])
-    mean_params = FAParams(t(draws["loadings"].mean((0, 1))), t(draws["noise_variance"].mean((0, 1))),
-                           t(draws["mean"].mean((0, 1))))
-    _, Ez, _ = sample_factors(mean_params, data, torch.Generator().manual_seed(0))
-    extras["factor_scores"] = Ez.cpu().numpy()
-    post = Posterior(
-        model="FactorAnalysis",
-        method="gibbs",
-        dims={"loadings": ("feature", "factor"), "noise_variance": ("feature",), "mean": ("feature",),
-              "communalities": ("feature",)},
-        coords={"feature": list(matrix.feature_names), "factor": [f"f{k}" for k in range(q)],
-                "sample": list(matrix.sample_names)},
-        trace=run.trace,
-        draws=draws,
-        diagnostics={"align": align, "interrupted": bool(run.interrupted),
-                     "num_warmup": int(num_warmup), "seconds": time.perf_counter() - started,
-                     "observation_dim": "sample"},
-        log_likelihood=row_ll,
-        extras=extras,
-        hyperparameters=model.hyperparameters(),
-        alignment=alignment,
-    )
-    post.check_convergence(warn=warn)
-    return post
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        t, align = prep.t, prep.align
+        draws = dict(outcome.draws)
+        row_ll = draws.pop("_row_loglik", None)
+        alignment = None
+        extras: dict[str, Any] = {}
+        if align != "none":
+            aligned, transforms, ref = align_loadings(draws["loadings"], prep.start["loadings"], align)
+            draws["loadings"] = aligned
+            extras["alignment_transforms"] = transforms
+            alignment = {"site": "loadings", "dim": "factor", "rule": align, "reference": ref.tolist(),
+                         "reference_start": "map", "rounds": 2}
+        common = (draws["loadings"] ** 2).sum(-1)
+        draws["communalities"] = common / (common + draws["noise_variance"])
+        mean_params = FAParams(t(draws["loadings"].mean((0, 1))), t(draws["noise_variance"].mean((0, 1))),
+                               t(draws["mean"].mean((0, 1))))
+        _, Ez, _ = sample_factors(mean_params, prep.data, torch.Generator().manual_seed(0))
+        extras["factor_scores"] = Ez.cpu().numpy()
+        return Export(
+            dims={"loadings": ("feature", "factor"), "noise_variance": ("feature",), "mean": ("feature",),
+                  "communalities": ("feature",)},
+            coords={"feature": list(prep.matrix.feature_names), "factor": [f"f{k}" for k in range(prep.q)],
+                    "sample": list(prep.matrix.sample_names)},
+            draws=draws, log_likelihood=row_ll, extras=extras, alignment=alignment,
+            diagnostics={"align": align, "num_warmup": int(o.num_warmup),
+                         "seconds": time.perf_counter() - prep.started, "observation_dim": "sample"},
+        )
+
+
+#: the spec, callable as ``gibbs_factor_analysis(model, X, **options)`` (the pipeline runs it)
+gibbs_factor_analysis = register_spec(FactorAnalysisGibbs(), FactorAnalysis)

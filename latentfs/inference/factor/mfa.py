@@ -3,8 +3,7 @@ analyzers"; Titterington's chapter): the engine of :class:`~latentfs.models.fact
 
 Every component has its own loadings and mean; the noise variances are shared. The E-step gives each row's
 responsibilities and the moments of its factors under each component; the M-step is closed form. The
-restarts go through the mixture families' one EM driver
-(:func:`latentfs.inference.mixture.em.mixture_em_restarts`).
+engine is a spec (:class:`MixtureOfFactorAnalyzersEM`) run by the one pipeline, which owns its restarts.
 """
 
 from __future__ import annotations
@@ -18,13 +17,20 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
-from latentfs.core.options import check_moments, check_options
-from latentfs.core.registry import register
+from latentfs.core.options import check_dtype, check_int, check_moments
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
-from latentfs.core.results import Posterior
 from latentfs.models.factor import MixtureOfFactorAnalyzers
 
-__all__ = ["MFAParams", "em_mixture_of_factor_analyzers", "mfa_component_log_density", "mfa_estep", "mfa_mstep"]
+__all__ = [
+    "MFAParams",
+    "MixtureOfFactorAnalyzersEM",
+    "em_mixture_of_factor_analyzers",
+    "mfa_component_log_density",
+    "mfa_estep",
+    "mfa_mstep",
+]
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -129,27 +135,19 @@ def _mfa_init(X: np.ndarray, K: int, q: int, gen: torch.Generator) -> MFAParams:
     return MFAParams(weights=t(pi / pi.sum()), means=t(C), loadings=t(W), noise_variance=t(psi))
 
 
-@register(MixtureOfFactorAnalyzers, "em")
-def em_mixture_of_factor_analyzers(
-    model: MixtureOfFactorAnalyzers,
-    X: Any,
-    *,
-    seed: Any = 0,
-    n_init: int = 3,
-    max_iter: int = 2000,
-    tol: float = 1e-8,
-    init: MFAParams | None = None,
-    regularization: float = 1e-6,
-    dtype: torch.dtype = torch.float64,
-    device: Any = "cpu",
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+def _init_option(name: str, value: Any) -> Any:
+    if value is not None and not isinstance(value, MFAParams):
+        raise DataError(f"{name} must be None or an MFAParams (weights, means, loadings, noise_variance); got "
+                        f"{type(value).__name__}. Pass the parameters of an earlier fit, or leave it out.")
+    return value
+
+
+class MixtureOfFactorAnalyzersEM(EngineSpec):
     """EM for a mixture of factor analysers with ``n_init`` restarts (best final log-likelihood kept).
 
     Each restart starts from k-means++ seeds with principal axes per cluster (or from ``init``), drawn from
-    a generator of its own (:func:`latentfs.inference.mixture.em.mixture_em_restarts`, the mixtures' EM
-    driver: the restarts may run in parallel, ``latentfs.chain_method("parallel")``, with the same result).
+    a generator of its own (the pipeline's restarts, :func:`latentfs.core.pipeline.run_starts`: they may run in
+    parallel, ``latentfs.chain_method("parallel")``, with the same result).
     At most one ``ConvergenceWarning`` per fit.
     ``regularization`` floors the shared noise variances at that fraction of each column's variance.
 
@@ -169,68 +167,82 @@ def em_mixture_of_factor_analyzers(
     >>> sorted(np.round(post.mean("weights"), 1).tolist())
     [0.5, 0.5]
     """
-    started = time.perf_counter()
-    if not isinstance(model, MixtureOfFactorAnalyzers):
-        raise DataError(f"model must be a MixtureOfFactorAnalyzers; got {type(model).__name__}.")
-    seed, max_iter, tol, n_init, dtype, device = check_options(
-        seed=seed, max_iter=max_iter, tol=tol, n_init=n_init, dtype=dtype, device=device
-    )
-    matrix = as_continuous(X, missing="error", allow_constant=False, min_samples=2)
-    values = matrix.values
-    check_moments(values)
-    n, d = values.shape
-    K, q = model.n_components, model.n_factors
-    check_n_components(K, n, what=f"the number of samples, {n}")
-    check_n_components(q, d - 1 if d > 1 else 1, name="n_factors", what=f"one less than the number of features, {d}")
-    if isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1:
-        raise DataError(f"n_init must be a positive integer; got {n_init!r}.")
-    reg = float(check_positive(regularization, "regularization"))
-    Xt = torch.as_tensor(values, dtype=dtype, device=device)
-    X2 = (Xt * Xt).sum(0)
-    floor = torch.as_tensor(reg * values.var(0), dtype=dtype, device=device)
 
-    def step(state: MFAParams) -> tuple[MFAParams, float]:
-        stats, _, ll = mfa_estep(state, Xt)
-        return mfa_mstep(stats, X2, n, floor), float(ll)
+    method = "em"
+    kind = "optimizer"
+    desc = "MFA em"
+    options = {
+        "seed": shared("seed"),
+        "n_init": Option(3, lambda n, v: check_int(n, v, low=1, remedy=f"Pass e.g. {n}=3."), "int ≥ 1",
+                         "starts; the best final log-likelihood is kept"),
+        "max_iter": shared("max_iter", 2000),
+        "tol": shared("tol", 1e-8),
+        "init": Option(None, _init_option, "MFAParams or None", "starting parameters instead of k-means++ starts"),
+        "regularization": Option(1e-6, lambda n, v: float(check_positive(v, n)), "float > 0",
+                                 "floor on the shared noise variances as a fraction of each column's variance"),
+        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
+                        "float64 (default) or float32"),
+        "device": shared("device"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+    }
 
-    def start(gen: torch.Generator) -> MFAParams:
-        first = init if init is not None else _mfa_init(values, K, q, gen)
-        return MFAParams(*(torch.as_tensor(getattr(first, f), dtype=dtype, device=device)
+    def prepare(self, model: Any, X: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        started = time.perf_counter()
+        if not isinstance(model, MixtureOfFactorAnalyzers):
+            raise DataError(f"model must be a MixtureOfFactorAnalyzers; got {type(model).__name__}.")
+        matrix = as_continuous(X, missing="error", allow_constant=False, min_samples=2)
+        values = matrix.values
+        check_moments(values)
+        n, d = values.shape
+        K, q = model.n_components, model.n_factors
+        check_n_components(K, n, what=f"the number of samples, {n}")
+        check_n_components(q, d - 1 if d > 1 else 1, name="n_factors",
+                           what=f"one less than the number of features, {d}")
+        Xt = torch.as_tensor(values, dtype=o.dtype, device=o.device)
+        return SimpleNamespace(model=model, matrix=matrix, values=values, n=n, d=d, K=K, q=q, Xt=Xt,
+                               X2=(Xt * Xt).sum(0), started=started,
+                               floor=torch.as_tensor(o.regularization * values.var(0), dtype=o.dtype,
+                                                     device=o.device))
+
+    def n_starts(self, prep: Any, o: Options) -> int:
+        return 1 if o.init is not None else int(o.n_init)
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> MFAParams:
+        first = o.init if o.init is not None else _mfa_init(prep.values, prep.K, prep.q, gen)
+        return MFAParams(*(torch.as_tensor(getattr(first, f), dtype=o.dtype, device=o.device)
                            for f in ("weights", "means", "loadings", "noise_variance")))
 
-    # The mixtures' EM driver: start r from the r-th generator spawned from ``seed``, every start run to
-    # convergence, the best kept (near-ties to the earliest), one ConvergenceWarning per fit.
-    from latentfs.inference.mixture.em import mixture_em_restarts
+    def step(self, prep: Any, o: Options, state: MFAParams) -> tuple[MFAParams, float]:
+        stats, _, ll = mfa_estep(state, prep.Xt)
+        return mfa_mstep(stats, prep.X2, prep.n, prep.floor), float(ll)
 
-    restarts = mixture_em_restarts(start, step, n_init=1 if init is not None else n_init, seed=seed,
-                                   max_iter=max_iter, tol=tol, warn=warn, desc="MFA em", progress=progress)
-    run = restarts.run
-    params: MFAParams = run.state
-    logdens, _, Ez = mfa_component_log_density(params, Xt)
-    joint = logdens + torch.log(params.weights)[None, :]
-    ll_rows = torch.logsumexp(joint, 1)
-    h = torch.exp(joint - ll_rows[:, None])
-    n_free = (K - 1) + K * d + K * (d * q - q * (q - 1) // 2) + d
-    loglik = float(ll_rows.sum())
-    fitted = {
-        "weights": params.weights, "mean": params.means, "loadings": params.loadings,
-        "noise_variance": params.noise_variance,
-    }
-    return Posterior(
-        model="MixtureOfFactorAnalyzers",
-        method="em",
-        dims={"weights": ("component",), "mean": ("component", "feature"),
-              "loadings": ("component", "feature", "factor"), "noise_variance": ("feature",)},
-        coords={"component": component_labels(K), "feature": list(matrix.feature_names),
-                "factor": [f"f{k}" for k in range(q)], "sample": list(matrix.sample_names)},
-        trace=run.trace[None],
-        fitted={k: {"family": "point", "value": v.cpu().numpy()} for k, v in fitted.items()},
-        diagnostics={
-            **restarts.diagnostics(), "log_likelihood": loglik,
-            "n_parameters": int(n_free), "bic": float(-2 * loglik + n_free * math.log(n)),
-            "seconds": time.perf_counter() - started, "observation_dim": "sample",
-        },
-        log_likelihood=ll_rows.cpu().numpy()[None, None, :],
-        extras={"responsibilities": h.cpu().numpy(), "factor_scores": Ez.cpu().numpy()},
-        hyperparameters=model.hyperparameters(),
-    )
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        params: MFAParams = outcome.run.state
+        K, q, d, n = prep.K, prep.q, prep.d, prep.n
+        logdens, _, Ez = mfa_component_log_density(params, prep.Xt)
+        joint = logdens + torch.log(params.weights)[None, :]
+        ll_rows = torch.logsumexp(joint, 1)
+        h = torch.exp(joint - ll_rows[:, None])
+        n_free = (K - 1) + K * d + K * (d * q - q * (q - 1) // 2) + d
+        loglik = float(ll_rows.sum())
+        fitted = {"weights": params.weights, "mean": params.means, "loadings": params.loadings,
+                  "noise_variance": params.noise_variance}
+        return Export(
+            dims={"weights": ("component",), "mean": ("component", "feature"),
+                  "loadings": ("component", "feature", "factor"), "noise_variance": ("feature",)},
+            coords={"component": component_labels(K), "feature": list(prep.matrix.feature_names),
+                    "factor": [f"f{k}" for k in range(q)], "sample": list(prep.matrix.sample_names)},
+            fitted={k: {"family": "point", "value": v.cpu().numpy()} for k, v in fitted.items()},
+            diagnostics={"log_likelihood": loglik, "n_parameters": int(n_free),
+                         "bic": float(-2 * loglik + n_free * math.log(n)),
+                         "seconds": time.perf_counter() - prep.started, "observation_dim": "sample"},
+            log_likelihood=ll_rows.cpu().numpy()[None, None, :],
+            extras={"responsibilities": h.cpu().numpy(), "factor_scores": Ez.cpu().numpy()},
+        )
+
+
+#: the spec, callable as ``em_mixture_of_factor_analyzers(model, X, **options)`` (the pipeline runs it)
+em_mixture_of_factor_analyzers = register_spec(MixtureOfFactorAnalyzersEM(), MixtureOfFactorAnalyzers)
