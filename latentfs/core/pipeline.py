@@ -308,6 +308,7 @@ def run_starts(
     callback: Callable[[int, Any, float], None] | None = None,
     settled: Callable[[Any], bool] | None = None,
     indexed: bool = False,
+    score: Callable[[OptimizerRun], float] | None = None,
 ) -> Starts:
     """The restart driver of every optimiser, in the spirit of scikit-learn's ``BaseMixture``: the engine supplies
     the math, this function the restarts.
@@ -327,7 +328,8 @@ def run_starts(
     that nothing is left. ``finish(state)`` completes a run's last state (e.g. a state stopped before its first
     step). At most one :class:`~latentfs.core.driver.ConvergenceWarning` per fit, for the run kept. With
     ``indexed`` the start is called as ``start(generator, r)`` (an engine whose first start is a deterministic one,
-    such as factor analysis's principal axes, and whose others are random).
+    such as factor analysis's principal axes, and whose others are random). ``score(run)`` ranks the runs instead
+    of their final objective (PLSA with early stopping: the validation score of the iterate it kept).
 
     Examples
     --------
@@ -358,7 +360,7 @@ def run_starts(
     def key(run: OptimizerRun) -> _Rank:
         if "dropped" in run.info:
             return _Rank(False, -math.inf)
-        return _Rank(degenerate is None or not degenerate(run.state), run.objective)
+        return _Rank(degenerate is None or not degenerate(run.state), run.objective if score is None else score(run))
 
     best, runs = run_restarts(n_init, one, warn=warn and not short, desc=desc, remedies=remedies, key=key)
     best_index = int(best.info["restart"])
@@ -455,6 +457,18 @@ class EngineSpec:
     def degenerate_message(self, prep: Any, o: Options, flags: list[dict[str, Any]]) -> str:
         return f"the fit is degenerate: {flags}"
 
+    def score(self, prep: Any, o: Options, run: OptimizerRun) -> float:
+        """What ranks a start's run (default: its final objective)."""
+        return run.objective
+
+    def stop_tol(self, prep: Any, o: Options) -> float:
+        """The relative change that stops a run (default: the ``tol`` option)."""
+        return float(o.tol)
+
+    def warn_unconverged(self, prep: Any, o: Options) -> bool:
+        """Whether a run that used up ``max_iter`` warns (an engine with its own stopping rule warns itself)."""
+        return bool(o.get("warn", True))
+
     def report(self, o: Options) -> Callable[[int, Any, float], None] | None:
         """The per-iteration callback handed to the optimiser (the user's ``callback`` by default)."""
         return o.get("callback")
@@ -515,11 +529,12 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
             outcome = run_starts(
                 lambda gen, r: spec.start(prep, o, gen, r),
                 lambda state: spec.step(prep, o, state),
-                indexed=True, n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=o.max_iter, tol=o.tol,
+                indexed=True, n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=o.max_iter,
+                tol=spec.stop_tol(prep, o), score=lambda run: spec.score(prep, o, run),
                 short_iter=spec.short_iter(prep, o), finish=lambda state: spec.finish(prep, o, state),
                 degenerate=(lambda state: bool(spec.degenerate(prep, o, state))) if spec.rank_degenerate else None,
                 drop=spec.drop,
-                warn=o.get("warn", True), desc=desc, remedies=spec.remedies, progress=o.get("progress"),
+                warn=spec.warn_unconverged(prep, o), desc=desc, remedies=spec.remedies, progress=o.get("progress"),
                 callback=spec.report(o),
             )
             flags = spec.degenerate(prep, o, outcome.run.state)

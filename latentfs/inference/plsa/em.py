@@ -25,11 +25,10 @@ the validation score and counted in ``diagnostics["unseen_validation_tokens"]``.
 
 from __future__ import annotations
 
-import inspect
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,9 +36,10 @@ import scipy.sparse as sp
 import torch
 
 from latentfs.core.data import DataError, DataWarning, as_counts, as_rng, check_choice
-from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
+from latentfs.core.driver import OptimizerRun
+from latentfs.core.options import check_dtype, check_flag, check_int
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.evaluate.heldout import completion_score, split_documents
@@ -47,7 +47,7 @@ from latentfs.inference.dca.common import DCAData, prepare
 from latentfs.inference.dca.em import PointState, plsi_step
 from latentfs.models.plsa import PLSA
 
-__all__ = ["fit_plsa", "fold_in", "plsa_loglik"]
+__all__ = ["PLSAEM", "PLSAPrep", "fit_plsa", "fold_in", "plsa_loglik"]
 
 _TINY = 1e-300
 VALIDATION_SCORES = ("completion", "fold_in")
@@ -254,31 +254,106 @@ def _check_unit(name: str, v: Any, *, closed_high: bool) -> float:
     return float(v)
 
 
-def fit_plsa(
-    model: PLSA,
-    X: Any,
-    *,
-    tempered: bool = False,
-    early_stopping: bool = False,
-    X_valid: Any = None,
-    validation_fraction: float | None = None,
-    validation_score: str = "completion",
-    patience: int = 5,
-    beta_decay: float = 0.9,
-    beta_min: float = 0.5,
-    fold_in_iter: int = 20,
-    max_iter: int = 500,
-    tol: float = 1e-7,
-    n_init: int = 1,
-    init: tuple[Any, Any] | None = None,
-    seed: int | torch.Generator | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    progress: bool | None = None,
-    warn: bool = True,
-    persist: bool = True,
-) -> Posterior:
-    """Fit PLSA (``latentfs.fit(PLSA(K), X, method="em" | "tem", ...)``; module docstring).
+@dataclass
+class _Track:
+    """What one start's run carries besides its state: its early stopper and its iteration count."""
+
+    stopper: _EarlyStopper | None
+    it: int = 0
+
+
+@dataclass
+class PLSAPrep:
+    """What a PLSA fit needs from its data, in memory or over a dask array's shards: the r-th start, one EM step
+    at a given β (the new state and L at the input), L at a state, a fresh early stopper per start (None without
+    validation) and the final per-document quantities of the result."""
+
+    model: PLSA
+    tempered: bool
+    needs_validation: bool
+    start_state: Callable[[torch.Generator, int], Any]
+    inner_step: Callable[[Any, float], tuple[Any, float]]
+    objective_at: Callable[[Any], float]
+    make_stopper: Callable[[], _EarlyStopper | None]
+    result_parts: Callable[[Any], dict[str, Any]]
+    shards: int | None = None
+
+
+def _unit(closed_high: bool) -> Callable[[str, Any], float]:
+    return lambda name, v: _check_unit(name, v, closed_high=closed_high)
+
+
+def _persist(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise DataError(f"{name} must be True or False; got {value!r}.")
+    return value
+
+
+def _prepare_in_memory(model: PLSA, X: Any, o: Options, tempered: bool) -> PLSAPrep:
+    X_valid = o.X_valid
+    counts = as_counts(X, name="X")
+    K = model.n_components
+    if o.validation_fraction is not None:
+        frac = o.validation_fraction
+        rng = as_rng(o.seed)
+        order = rng.permutation(counts.n_documents)
+        n_valid = int(round(frac * counts.n_documents))
+        if n_valid < 1 or n_valid >= counts.n_documents:
+            raise DataError(
+                f"validation_fraction={frac} leaves {n_valid} validation documents of {counts.n_documents}; "
+                "choose a fraction that keeps at least one document on each side."
+            )
+        X_valid = counts.csr[np.sort(order[:n_valid])]
+        train_rows = np.sort(order[n_valid:])
+        counts = as_counts(counts.csr[train_rows], document_names=[counts.document_names[i] for i in train_rows],
+                           feature_names=counts.feature_names)
+    needs_validation = tempered or o.early_stopping
+    if needs_validation and X_valid is None:
+        raise DataError(
+            "early_stopping and tempered EM need validation documents; pass X_valid=… or validation_fraction=…."
+        )
+    if K > min(counts.n_documents, counts.n_features):
+        raise DataError(
+            f"n_components must be at most {min(counts.n_documents, counts.n_features)} (the smaller of the numbers "
+            f"of documents and features); got {K}. Choose fewer aspects."
+        )
+    data = prepare(counts, dtype=o.dtype, device=o.device)
+    seen = np.asarray(counts.csr.sum(0)).ravel() > 0  # words that occur in training
+
+    def make_stopper() -> _EarlyStopper | None:
+        if not needs_validation:
+            return None
+        # the same validation split for every restart, so their scores compare
+        return _EarlyStopper(_make_validation(X_valid, data.n_features, seen, K, o.validation_score, 0, data.dtype,
+                                              data.device), o.patience, tempered, o.beta_decay, o.beta_min,
+                             o.fold_in_iter)
+
+    def inner_step(state: PointState, beta: float) -> tuple[PointState, float]:
+        objective = plsa_loglik(data, state)[0]
+        return plsi_step(data, state, beta)[0], objective
+
+    def result_parts(state: PointState) -> dict[str, Any]:
+        loglik, cond = plsa_loglik(data, state)
+        rates = data.rates_at_nonzeros(state.doc_latent, state.topic_word).clamp_min(_TINY)
+        per_doc = torch.zeros(data.n_documents, dtype=data.dtype, device=data.device)
+        per_doc.index_add_(0, data.doc, data.values * torch.log(rates))
+        to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
+        return {"topic_word": to_np(state.topic_word), "doc_topic": to_np(state.doc_latent),
+                "doc_lengths": data.counts.doc_lengths, "kept_documents": data.counts.kept_documents,
+                "document_names": list(data.counts.document_names),
+                "feature_names": list(data.counts.feature_names), "loglik": loglik, "cond": cond,
+                "per_doc": to_np(per_doc)}
+
+    return PLSAPrep(
+        model, tempered, needs_validation,
+        start_state=lambda gen, r: _plsa_init(o.init if r == 0 else None, data, K, gen),
+        inner_step=inner_step, objective_at=lambda state: plsa_loglik(data, state)[0],
+        make_stopper=make_stopper, result_parts=result_parts,
+    )
+
+
+class PLSAEM(EngineSpec):
+    """PLSA by EM (``method="em"``) or tempered EM (``method="tem"``): one spec (module docstring).
 
     Parameters
     ----------
@@ -299,7 +374,8 @@ def fit_plsa(
     fold_in_iter : int
         Fold-in iterations per EM iteration for the validation documents (warm-started).
     max_iter, tol, n_init, init, seed, dtype, device, progress, warn
-        As for the DCA engines; ``init`` is (P(z | d), P(x | z)).
+        As for the DCA engines; ``init`` is (P(z | d), P(x | z)), the first start's; start r draws its random
+        P(x | z) from the r-th generator spawned from ``seed``.
     persist : bool
         Dask input only (see Notes): keep every validated shard in memory where it was first computed (on a
         worker under a distributed Client) instead of reading and validating it again at every iteration.
@@ -334,124 +410,139 @@ def fit_plsa(
     >>> bool((np.diff(result.trace[0]) >= -1e-9).all())
     True
     """
-    check_choice("validation_score", validation_score, VALIDATION_SCORES)
-    patience, fold_in_iter, n_init, max_iter, tol, seed, dtype, device = check_options(
-        patience=patience, fold_in_iter=fold_in_iter, n_init=n_init, max_iter=max_iter, tol=tol, seed=seed,
-        dtype=dtype, device=device,
-    )
-    beta_decay = _check_unit("beta_decay", beta_decay, closed_high=False)
-    beta_min = _check_unit("beta_min", beta_min, closed_high=True)
-    if X_valid is not None and validation_fraction is not None:
-        raise DataError("pass either X_valid or validation_fraction, not both.")
-    from latentfs.core.shards import is_dask_array
 
-    if is_dask_array(X):
-        from latentfs.inference.plsa.sharded import fit_plsa_dask
+    kind = "optimizer"
+    remedies = "raise max_iter, loosen tol, or use n_init > 1"
+    options = {
+        "tempered": Option(False, lambda n, v: bool(check_flag(n, v)), "bool", "Hofmann's tempered EM"),
+        "early_stopping": Option(False, lambda n, v: bool(check_flag(n, v)), "bool",
+                                 "keep the iterate with the best validation score"),
+        "X_valid": Option(None, None, "count matrix or None", "validation documents (same vocabulary)"),
+        "validation_fraction": Option(None, lambda n, v: None if v is None else _check_unit(n, v, closed_high=False),
+                                      "float in (0, 1) or None", "hold out this fraction of X's documents"),
+        "validation_score": Option("completion", lambda n, v: check_choice(n, v, VALIDATION_SCORES), "str",
+                                   "how validation documents are scored: 'completion' or 'fold_in'"),
+        "patience": Option(5, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
+                           "iterations without improvement before stopping (or lowering β)"),
+        "beta_decay": Option(0.9, _unit(False), "float in (0, 1)", "η: β ← η β when tempered EM stalls"),
+        "beta_min": Option(0.5, _unit(True), "float in (0, 1]", "the smallest β of tempered EM"),
+        "fold_in_iter": Option(20, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
+                               "fold-in iterations per EM iteration for the validation documents"),
+        "max_iter": shared("max_iter", 500),
+        "tol": shared("tol", 1e-7),
+        "n_init": Option(1, lambda n, v: check_int(n, v, low=1, remedy=f"Pass e.g. {n}=5."), "int ≥ 1",
+                         "starts; the best by validation score (or log-likelihood) is kept"),
+        "init": Option(None, None, "(doc_topic, topic_word) or None", "the first start's P(z | d) and P(x | z)"),
+        "seed": shared("seed"),
+        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
+                        "float64 (default) or float32"),
+        "device": shared("device"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+        "persist": Option(True, _persist, "bool", "dask input: keep every validated shard where it was computed"),
+    }
 
-        return fit_plsa_dask(
-            model, X, tempered=tempered, early_stopping=early_stopping, X_valid=X_valid,
-            validation_fraction=validation_fraction, validation_score=validation_score, patience=patience,
-            beta_decay=beta_decay, beta_min=beta_min, fold_in_iter=fold_in_iter, max_iter=max_iter, tol=tol,
-            n_init=n_init, init=init, seed=seed, dtype=dtype, device=device, progress=progress, warn=warn,
-            persist=persist,
-        )
-    if not isinstance(persist, bool):
-        raise DataError(f"persist must be True or False; got {persist!r}.")
-    counts = as_counts(X, name="X")
-    K = model.n_components
-    if validation_fraction is not None:
-        frac = _check_unit("validation_fraction", validation_fraction, closed_high=False)
-        rng = as_rng(seed)  # a torch.Generator seeds it by one draw: identical calls split identically
-        order = rng.permutation(counts.n_documents)
-        n_valid = int(round(frac * counts.n_documents))
-        if n_valid < 1 or n_valid >= counts.n_documents:
-            raise DataError(
-                f"validation_fraction={frac} leaves {n_valid} validation documents of {counts.n_documents}; "
-                "choose a fraction that keeps at least one document on each side."
-            )
-        X_valid = counts.csr[np.sort(order[:n_valid])]
-        train_rows = np.sort(order[n_valid:])
-        counts = as_counts(counts.csr[train_rows], document_names=[counts.document_names[i] for i in train_rows],
-                           feature_names=counts.feature_names)
-    needs_validation = tempered or early_stopping
-    if needs_validation and X_valid is None:
-        raise DataError(
-            "early_stopping and tempered EM need validation documents; pass X_valid=… or validation_fraction=…."
-        )
-    if K > min(counts.n_documents, counts.n_features):
-        raise DataError(
-            f"n_components must be at most {min(counts.n_documents, counts.n_features)} (the smaller of the numbers "
-            f"of documents and features); got {K}. Choose fewer aspects."
-        )
-    data = prepare(counts, dtype=dtype, device=device)
-    seen = np.asarray(counts.csr.sum(0)).ravel() > 0  # words that occur in training
-    gens = chain_generators(seed, n_init, device)
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.desc = "PLSA " + ("TEM" if method == "tem" else "EM")
+        if method == "tem":  # tempered by definition: tempered=False is refused in prepare
+            self.options = {**PLSAEM.options, "tempered": replace(PLSAEM.options["tempered"], default=True)}
 
-    def one(r: int) -> OptimizerRun:
-        state = _plsa_init(init if r == 0 else None, data, K, gens[r])
-        stopper = (
-            # the same validation split for every restart, so their scores compare
-            _EarlyStopper(_make_validation(X_valid, data.n_features, seen, K, validation_score, 0, data.dtype,
-                                           data.device), patience, tempered, beta_decay, beta_min, fold_in_iter)
-            if needs_validation
-            else None
-        )
-        step = _make_step(data, stopper)
-        run = run_optimizer(state, step, max_iter=max_iter, tol=0.0 if stopper else tol, min_iter=2,
-                            desc="PLSA " + ("TEM" if tempered else "EM"), progress=progress, warn=False)
-        return selected(run, r, stopper)
+    def prepare(self, model: Any, X: Any, o: Options) -> PLSAPrep:
+        from latentfs.core.shards import is_dask_array
 
-    run, runs = plsa_restarts(n_init, one, warn=warn, stopping=needs_validation, tempered=tempered,
-                              max_iter=max_iter)
-    return _plsa_posterior(model, data, run, tempered, [x.info["select"] for x in runs])
+        tempered = bool(o.tempered)
+        if self.method == "tem" and not tempered:
+            raise DataError("method='tem' is tempered EM; drop tempered=False or use method='em'.")
+        if o.X_valid is not None and o.validation_fraction is not None:
+            raise DataError("pass either X_valid or validation_fraction, not both.")
+        if is_dask_array(X):
+            from latentfs.inference.plsa.sharded import prepare_shards
 
+            return prepare_shards(model, X, o, tempered)
+        return _prepare_in_memory(model, X, o, tempered)
 
-def selected(run: OptimizerRun, r: int, stopper: _EarlyStopper | None) -> OptimizerRun:
-    """Mark restart ``r``'s run with what ranks it: with early stopping (or TEM) the best iterate by validation
-    and its score, else the run's log-likelihood."""
-    run.info.update(restart=r, stopper=stopper)
-    if stopper is not None:
-        run.state = stopper.best_state
-        run.info["select"] = stopper.best_score
-    else:
-        run.info["select"] = run.objective
-    return run
+    def n_starts(self, prep: PLSAPrep, o: Options) -> int:
+        return int(o.n_init)
 
+    def start(self, prep: PLSAPrep, o: Options, gen: torch.Generator, index: int) -> Any:
+        return prep.start_state(gen, index), _Track(prep.make_stopper())
 
-def plsa_restarts(
-    n_init: int, one: Callable[[int], OptimizerRun], *, warn: bool, stopping: bool, tempered: bool, max_iter: int
-) -> tuple[OptimizerRun, list[OptimizerRun]]:
-    """The driver's one restart loop for PLSA (in memory or sharded): the kept run is the best by validation
-    score (early stopping / TEM) or by log-likelihood, with at most one ConvergenceWarning per fit (the
-    early-stopping one when validation never stopped the run)."""
-    run, runs = run_restarts(n_init, one, warn=warn and not stopping, desc="PLSA " + ("TEM" if tempered else "EM"),
-                             remedies="raise max_iter, loosen tol, or use n_init > 1", key=lambda x: x.info["select"])
-    stopper = run.info["stopper"]
-    if warn and stopper is not None and not stopper.stopped and not run.interrupted:
-        from latentfs.core.driver import ConvergenceWarning
-
-        warnings.warn(
-            f"PLSA early stopping did not trigger in {max_iter} iterations; raise max_iter or lower patience.",
-            ConvergenceWarning, stacklevel=3,
-        )
-    return run, runs
-
-
-def _make_step(data: DCAData, stopper: _EarlyStopper | None) -> Callable[[PointState], tuple[PointState, float]]:
-    it = [0]
-
-    def step(s: PointState) -> tuple[PointState, float]:
-        objective = plsa_loglik(data, s)[0]
+    def step(self, prep: PLSAPrep, o: Options, state: Any) -> tuple[Any, float]:
+        inner, track = state
+        stopper = track.stopper
         if stopper is not None and stopper.stopped:
-            return s, objective  # identity: the driver sees no change and stops
-        beta = stopper.beta if stopper is not None else 1.0
-        new, _ = plsi_step(data, s, beta)
+            return state, prep.objective_at(inner)  # identity: the driver sees no change and stops
+        new, objective = prep.inner_step(inner, stopper.beta if stopper is not None else 1.0)
         if stopper is not None:
-            new = stopper.after(it[0], new)
-        it[0] += 1
-        return new, objective
+            new = stopper.after(track.it, new)
+        track.it += 1
+        return (new, track), objective
 
-    return step
+    def finish(self, prep: PLSAPrep, o: Options, state: Any) -> Any:
+        inner, track = state
+        if track.stopper is not None and track.stopper.best_state is not None:
+            return track.stopper.best_state, track  # the best iterate by validation
+        return state
+
+    def score(self, prep: PLSAPrep, o: Options, run: OptimizerRun) -> float:
+        stopper = run.state[1].stopper
+        return float(stopper.best_score) if stopper is not None else run.objective
+
+    def stop_tol(self, prep: PLSAPrep, o: Options) -> float:
+        return 0.0 if prep.needs_validation else float(o.tol)
+
+    def warn_unconverged(self, prep: PLSAPrep, o: Options) -> bool:
+        return bool(o.warn) and not prep.needs_validation
+
+    def export(self, prep: PLSAPrep, o: Options, outcome: Any) -> Export:
+        run = outcome.run
+        inner, track = run.state
+        stopper: _EarlyStopper | None = track.stopper
+        if o.warn and stopper is not None and not stopper.stopped and not run.interrupted:
+            from latentfs.core.driver import ConvergenceWarning
+
+            warnings.warn(
+                f"PLSA early stopping did not trigger in {o.max_iter} iterations; raise max_iter or lower patience.",
+                ConvergenceWarning, stacklevel=4,
+            )
+        parts = prep.result_parts(inner)
+        lengths = np.asarray(parts["doc_lengths"], dtype=np.float64)
+        doc_topic = parts["doc_topic"]
+        extras: dict[str, Any] = {
+            "doc_prior": lengths / lengths.sum(),
+            "doc_lengths": parts["doc_lengths"],
+            "kept_documents": parts["kept_documents"],
+            "component_counts": doc_topic * lengths[:, None],
+        }
+        diagnostics: dict[str, Any] = {
+            "log_likelihood": parts["loglik"],
+            "conditional_log_likelihood": parts["cond"],
+            "train_perplexity": math.exp(-parts["cond"] / float(lengths.sum())),
+            "restart_scores": [self.score(prep, o, r) for r in outcome.runs],
+            "observation_dim": "document",
+            "tempered": prep.tempered,
+        }
+        if prep.shards is not None:
+            diagnostics["shards"] = prep.shards
+        if stopper is not None:
+            extras["validation_trace"] = np.asarray(stopper.validation.history)
+            extras["beta_trace"] = np.asarray(stopper.betas)
+            zeros = stopper.validation.zero_history
+            diagnostics.update(best_iter=stopper.best_iter, stopped_early=stopper.stopped,
+                               best_validation_score=stopper.best_score, final_beta=stopper.beta,
+                               unseen_validation_tokens=stopper.validation.n_unseen,
+                               zero_probability_validation_tokens=zeros[stopper.best_iter]
+                               if 0 <= stopper.best_iter < len(zeros) else 0)
+        return Export(
+            dims={"topic_word": ("component", "feature"), "doc_topic": ("document", "component")},
+            coords={"component": component_labels(prep.model.n_components), "feature": parts["feature_names"],
+                    "document": parts["document_names"]},
+            fitted={"topic_word": {"family": "point", "value": parts["topic_word"]},
+                    "doc_topic": {"family": "point", "value": doc_topic}},
+            diagnostics=diagnostics, log_likelihood=parts["per_doc"][None, None, :], extras=extras,
+            trace=run.trace,
+        )
 
 
 def _plsa_init(init: Any, data: DCAData, K: int, generator: torch.Generator) -> PointState:
@@ -482,100 +573,6 @@ def random_topic_word(K: int, J: int, generator: torch.Generator, *, dtype: torc
     return (e / e.sum(-1, keepdim=True)).to(device)
 
 
-def _plsa_posterior(model: PLSA, data: DCAData, run: Any, tempered: bool, selects: list[float]) -> Posterior:
-    state: PointState = run.state
-    loglik, cond = plsa_loglik(data, state)
-    rates = data.rates_at_nonzeros(state.doc_latent, state.topic_word).clamp_min(_TINY)
-    per_doc = torch.zeros(data.n_documents, dtype=data.dtype, device=data.device)
-    per_doc.index_add_(0, data.doc, data.values * torch.log(rates))
-    to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
-    return plsa_result(
-        model, run, tempered, selects, topic_word=to_np(state.topic_word), doc_topic=to_np(state.doc_latent),
-        doc_lengths=data.counts.doc_lengths, kept_documents=data.counts.kept_documents,
-        document_names=list(data.counts.document_names), feature_names=list(data.counts.feature_names),
-        loglik=loglik, cond=cond, per_doc=to_np(per_doc),
-    )
-
-
-def plsa_result(
-    model: PLSA,
-    run: Any,
-    tempered: bool,
-    selects: list[float],
-    *,
-    topic_word: np.ndarray,
-    doc_topic: np.ndarray,
-    doc_lengths: np.ndarray,
-    kept_documents: np.ndarray,
-    document_names: list[str],
-    feature_names: list[str],
-    loglik: float,
-    cond: float,
-    per_doc: np.ndarray,
-) -> Posterior:
-    """The PLSA result from the fitted P(x | z), P(z | d), the document lengths and the log-likelihoods (in
-    memory, or gathered from a sharded fit's shards)."""
-    stopper: _EarlyStopper | None = run.info["stopper"]
-    lengths = np.asarray(doc_lengths, dtype=np.float64)
-    extras: dict[str, np.ndarray] = {
-        "doc_prior": lengths / lengths.sum(),
-        "doc_lengths": doc_lengths,
-        "kept_documents": kept_documents,
-        "component_counts": doc_topic * lengths[:, None],
-    }
-    diagnostics: dict[str, Any] = {
-        "converged": run.converged,
-        "interrupted": run.interrupted,
-        "n_iter": run.n_iter,
-        "log_likelihood": loglik,
-        "conditional_log_likelihood": cond,
-        "train_perplexity": math.exp(-cond / float(lengths.sum())),
-        "restart_scores": selects,
-        "best_restart": run.info["restart"],
-        "observation_dim": "document",
-        "tempered": tempered,
-    }
-    if stopper is not None:
-        extras["validation_trace"] = np.asarray(stopper.validation.history)
-        extras["beta_trace"] = np.asarray(stopper.betas)
-        diagnostics.update(best_iter=stopper.best_iter, stopped_early=stopper.stopped,
-                           best_validation_score=stopper.best_score, final_beta=stopper.beta,
-                           unseen_validation_tokens=stopper.validation.n_unseen,
-                           zero_probability_validation_tokens=stopper.validation.zero_history[stopper.best_iter]
-                           if 0 <= stopper.best_iter < len(stopper.validation.zero_history) else 0)
-    coords = {
-        "component": component_labels(model.n_components),
-        "feature": feature_names,
-        "document": document_names,
-    }
-    return Posterior(
-        model="PLSA",
-        method="tem" if tempered else "em",
-        dims={"topic_word": ("component", "feature"), "doc_topic": ("document", "component")},
-        coords=coords,
-        trace=run.trace,
-        fitted={"topic_word": {"family": "point", "value": topic_word},
-                "doc_topic": {"family": "point", "value": doc_topic}},
-        diagnostics=diagnostics,
-        log_likelihood=per_doc[None, None, :],
-        extras=extras,
-        hyperparameters=model.hyperparameters(),
-    )
-
-
-@register(PLSA, "em")
-def _plsa_em(model: PLSA, X: Any, **options: Any) -> Posterior:
-    return fit_plsa(model, X, **options)
-
-
-@register(PLSA, "tem")
-def _plsa_tem(model: PLSA, X: Any, **options: Any) -> Posterior:
-    if options.pop("tempered", True) is False:
-        raise DataError("method='tem' is tempered EM; drop tempered=False or use method='em'.")
-    return fit_plsa(model, X, tempered=True, **options)
-
-
-# The registry checks option names against an engine's signature: give the wrappers fit_plsa's, so that a
-# misspelt option is refused with the list of valid ones instead of a TypeError from inside.
-_plsa_em.__signature__ = inspect.signature(fit_plsa)  # type: ignore[attr-defined]
-_plsa_tem.__signature__ = inspect.signature(fit_plsa)  # type: ignore[attr-defined]
+#: the two specs, callable as ``engine(model, X, **options)``; ``fit_plsa`` is the "em" one
+fit_plsa = register_spec(PLSAEM("em"), PLSA)
+register_spec(PLSAEM("tem"), PLSA)

@@ -1,4 +1,7 @@
-"""PLSA EM and tempered EM on a dask array: one task per row shard (DESIGN contract 8).
+"""The data side of PLSA EM and tempered EM on a dask array: one task per row shard (DESIGN contract 8).
+
+The engine is the in-memory one, :class:`~latentfs.inference.plsa.em.PLSAEM`, run by the one pipeline (its restarts,
+early stopping, ranking and result); this module gives it the shards' E/M step (:func:`prepare_shards`).
 
 The documents of a ``dask.array.Array`` of counts (dense or scipy.sparse row chunks, one column chunk) are
 split into shards by its row chunks (:mod:`latentfs.core.shards`). PLSA's EM step (Monay et al. 2006,
@@ -22,22 +25,18 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer
-from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import DCAData, prepare
 from latentfs.inference.dca.em import _normalise_rows, _rates, expected_counts, theta_simplex
 from latentfs.inference.plsa.em import (
     _TINY,
+    PLSAPrep,
     _EarlyStopper,
     _make_validation,
-    plsa_restarts,
-    plsa_result,
     random_topic_word,
-    selected,
 )
 from latentfs.models.plsa import PLSA
 
-__all__ = ["ShardedPLSAState", "fit_plsa_dask"]
+__all__ = ["ShardedPLSAState", "prepare_shards"]
 
 
 @dataclass(frozen=True)
@@ -106,37 +105,17 @@ def _shard_final(
     return m.cpu().numpy().astype(np.float64), per_doc.cpu().numpy().astype(np.float64)
 
 
-# ---------------------------------------------------------------------------------------------- the fit
-def fit_plsa_dask(
-    model: PLSA,
-    X: Any,
-    *,
-    tempered: bool,
-    early_stopping: bool,
-    X_valid: Any,
-    validation_fraction: float | None,
-    validation_score: str,
-    patience: int,
-    beta_decay: float,
-    beta_min: float,
-    fold_in_iter: int,
-    max_iter: int,
-    tol: float,
-    n_init: int,
-    init: Any,
-    seed: Any,
-    dtype: torch.dtype,
-    device: Any,
-    progress: bool | None,
-    warn: bool,
-    persist: bool,
-) -> Posterior:
-    """:func:`latentfs.inference.plsa.em.fit_plsa` on a dask array (its Notes); options validated there."""
+# ---------------------------------------------------------------------------------------------- the data side
+def prepare_shards(model: PLSA, X: Any, o: Any, tempered: bool) -> PLSAPrep:
+    """The data side of the PLSA spec (:class:`~latentfs.inference.plsa.em.PLSAEM`) on a dask array (module
+    docstring): the shards prepared (and persisted) once, one EM step as one task per shard with the word–aspect
+    counts summed in a tree, the final P(z | d) and per-document log-likelihoods gathered at the end."""
     from latentfs.core import shards
 
-    if validation_fraction is not None:
+    X_valid, dtype, device = o.X_valid, o.dtype, o.device
+    if o.validation_fraction is not None:
         raise DataError(
-            f"validation_fraction is not available for a dask array X (got {validation_fraction!r}): holding out "
+            f"validation_fraction is not available for a dask array X (got {o.validation_fraction!r}): holding out "
             "a random fraction of its documents would gather them on the driver. Pass the held-out documents "
             "as an in-memory count matrix, X_valid=…, or split the dask array before fitting."
         )
@@ -145,13 +124,11 @@ def fit_plsa_dask(
             "X_valid must be an in-memory count matrix (numpy or scipy.sparse) for a dask array X; got a dask "
             "array. Validation documents are folded in on the driver: pass X_valid.compute() (a sample)."
         )
-    if init is not None:
+    if o.init is not None:
         raise DataError(
-            f"init is not available for a dask array X; got {type(init).__name__}. Omit init (fit from seed)."
+            f"init is not available for a dask array X; got {type(o.init).__name__}. Omit init (fit from seed)."
         )
-    if not isinstance(persist, bool):
-        raise DataError(f"persist must be True or False; got {persist!r}.")
-    needs_validation = tempered or early_stopping
+    needs_validation = tempered or o.early_stopping
     if needs_validation and X_valid is None:
         raise DataError(
             "early_stopping and tempered EM need validation documents; pass X_valid=… (in memory: validation_fraction "
@@ -163,7 +140,7 @@ def fit_plsa_dask(
     task = shards.delayed(shards.shard_task, pure=True)
     prepared = [task(_shard_prepare, i, lo, hi, b, dtype, dev)
                 for i, (b, lo, hi) in enumerate(zip(blocks, starts, stops, strict=True))]
-    if persist:
+    if o.persist:
         prepared = shards.persist(prepared)
     summaries = shards.compute(*[shards.delayed(_shard_summary, pure=True)(p) for p in prepared])
     J = int(X.shape[1])
@@ -178,63 +155,51 @@ def fit_plsa_dask(
         )
     n = torch.as_tensor(lengths, dtype=dtype, device=device)
     doc_term = float((n * torch.log(n / n.sum())).sum())  # Σ_d n(d) log P(d), as plsa_loglik
-    gens = chain_generators(seed, n_init, device)
     step_task = shards.delayed(shards.shard_task, nout=3, pure=False)
     ll_task = shards.delayed(shards.shard_task, pure=False)
 
-    def one(r: int) -> OptimizerRun:
-        state = ShardedPLSAState([None] * len(prepared),
-                                 random_topic_word(K, J, gens[r], dtype=dtype, device=torch.device(device)))
-        stopper = (
-            _EarlyStopper(_make_validation(X_valid, J, seen, K, validation_score, 0, dtype, torch.device(device)),
-                          patience, tempered, beta_decay, beta_min, fold_in_iter)
-            if needs_validation
-            else None
+    def make_stopper() -> _EarlyStopper | None:
+        if not needs_validation:
+            return None
+        return _EarlyStopper(_make_validation(X_valid, J, seen, K, o.validation_score, 0, dtype, torch.device(device)),
+                             o.patience, tempered, o.beta_decay, o.beta_min, o.fold_in_iter)
+
+    def start_state(gen: torch.Generator, r: int) -> ShardedPLSAState:
+        return ShardedPLSAState([None] * len(prepared),
+                                random_topic_word(K, J, gen, dtype=dtype, device=torch.device(device)))
+
+    def objective_at(s: ShardedPLSAState) -> float:
+        theta_key = shards.wrap(s.topic_word.cpu().numpy())
+        args = enumerate(zip(prepared, s.doc_latent, starts, stops, strict=True))
+        parts = shards.compute(*[ll_task(_shard_loglik, i, lo, hi, p, m, theta_key) for i, (p, m, lo, hi) in args])
+        return doc_term + float(np.sum(parts))
+
+    def inner_step(s: ShardedPLSAState, beta: float) -> tuple[ShardedPLSAState, float]:
+        theta_key = shards.wrap(s.topic_word.cpu().numpy())
+        args = enumerate(zip(prepared, s.doc_latent, starts, stops, strict=True))
+        outs = [step_task(_shard_step, i, lo, hi, p, m, theta_key, beta) for i, (p, m, lo, hi) in args]
+        # each shard's new P(z | d) stays where it was computed (persisted on its own); the word–aspect counts and
+        # log-likelihoods are summed in a tree of tasks and only the totals reach the driver
+        *latent, counts_total, cond_total = shards.persist(
+            [o[2] for o in outs] + [shards.tree_sum([o[0] for o in outs]), shards.tree_sum([o[1] for o in outs])]
         )
-        it = [0]
+        counts, cond = shards.compute(counts_total, cond_total)
+        theta = theta_simplex(torch.as_tensor(counts, dtype=dtype, device=device))
+        return ShardedPLSAState(latent, theta), doc_term + float(cond)
 
-        def step(s: ShardedPLSAState) -> tuple[ShardedPLSAState, float]:
-            theta_key = shards.wrap(s.topic_word.cpu().numpy())
-            args = enumerate(zip(prepared, s.doc_latent, starts, stops, strict=True))
-            if stopper is not None and stopper.stopped:  # identity: the driver sees no change and stops
-                parts = shards.compute(*[ll_task(_shard_loglik, i, lo, hi, p, m, theta_key)
-                                         for i, (p, m, lo, hi) in args])
-                return s, doc_term + float(np.sum(parts))
-            beta = stopper.beta if stopper is not None else 1.0
-            outs = [step_task(_shard_step, i, lo, hi, p, m, theta_key, beta) for i, (p, m, lo, hi) in args]
-            # each shard's new P(z | d) stays where it was computed (persisted on its own); the word–aspect
-            # counts and log-likelihoods are summed in a tree of tasks and only the totals reach the driver
-            *latent, counts_total, cond_total = shards.persist(
-                [o[2] for o in outs] + [shards.tree_sum([o[0] for o in outs]), shards.tree_sum([o[1] for o in outs])]
-            )
-            counts, cond = shards.compute(counts_total, cond_total)
-            theta = theta_simplex(torch.as_tensor(counts, dtype=dtype, device=device))
-            new: Any = ShardedPLSAState(latent, theta)
-            if stopper is not None:
-                new = stopper.after(it[0], new)
-            it[0] += 1
-            return new, doc_term + float(cond)
+    def result_parts(final: ShardedPLSAState) -> dict[str, Any]:
+        theta_key = shards.wrap(final.topic_word.cpu().numpy())
+        fin = shards.delayed(shards.shard_task, nout=2, pure=False)
+        outs = [fin(_shard_final, i, lo, hi, p, m, theta_key)
+                for i, (p, m, lo, hi) in enumerate(zip(prepared, final.doc_latent, starts, stops, strict=True))]
+        doc_parts, ll_parts = shards.compute([o[0] for o in outs], [o[1] for o in outs])
+        per_doc = np.concatenate(ll_parts)
+        cond = float(per_doc.sum())
+        return {"topic_word": final.topic_word.detach().cpu().numpy().astype(np.float64),
+                "doc_topic": np.concatenate(doc_parts), "doc_lengths": lengths, "kept_documents": np.arange(n_docs),
+                "document_names": [f"doc{i}" for i in range(n_docs)], "feature_names": [f"w{j}" for j in range(J)],
+                "loglik": doc_term + cond, "cond": cond, "per_doc": per_doc}
 
-        run = run_optimizer(state, step, max_iter=max_iter, tol=0.0 if stopper else tol, min_iter=2,
-                            desc="PLSA " + ("TEM" if tempered else "EM") + " (dask)", progress=progress, warn=False)
-        return selected(run, r, stopper)
-
-    run, runs = plsa_restarts(n_init, one, warn=warn, stopping=needs_validation, tempered=tempered,
-                              max_iter=max_iter)
-    final: ShardedPLSAState = run.state
-    theta_key = shards.wrap(final.topic_word.cpu().numpy())
-    fin = shards.delayed(shards.shard_task, nout=2, pure=False)
-    outs = [fin(_shard_final, i, lo, hi, p, m, theta_key)
-            for i, (p, m, lo, hi) in enumerate(zip(prepared, final.doc_latent, starts, stops, strict=True))]
-    doc_parts, ll_parts = shards.compute([o[0] for o in outs], [o[1] for o in outs])
-    per_doc = np.concatenate(ll_parts)
-    cond = float(per_doc.sum())
-    post = plsa_result(
-        model, run, tempered, [x.info["select"] for x in runs],
-        topic_word=final.topic_word.detach().cpu().numpy().astype(np.float64), doc_topic=np.concatenate(doc_parts),
-        doc_lengths=lengths, kept_documents=np.arange(n_docs), document_names=[f"doc{i}" for i in range(n_docs)],
-        feature_names=[f"w{j}" for j in range(J)], loglik=doc_term + cond, cond=cond, per_doc=per_doc,
-    )
-    post.diagnostics["shards"] = len(prepared)
-    return post
-
+    return PLSAPrep(model, tempered, needs_validation, start_state=start_state, inner_step=inner_step,
+                    objective_at=objective_at, make_stopper=make_stopper, result_parts=result_parts,
+                    shards=len(prepared))
