@@ -2,9 +2,9 @@
 
 Each restart starts from ``init`` (:data:`INITIALISATIONS`), alternates the E-step (costs of
 :mod:`latentfs.inference.hdda.numerics`) and the M-step (the family's estimators on weighted scatters), and the
-restarts go through the mixture families' one EM driver
-(:func:`latentfs.inference.mixture.em.mixture_em_restarts`). :mod:`latentfs.inference.hdda.em` registers
-the engine with :func:`latentfs.fit`.
+restarts go through the pipeline's restart driver (:func:`latentfs.core.pipeline.run_starts`).
+:mod:`latentfs.inference.hdda.em` registers the engine, a spec built from :func:`hddc_setup` and
+:func:`hddc_fit_from`, with :func:`latentfs.fit`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 
 from latentfs.core.data import DataError, as_rng, check_choice, check_float
 from latentfs.core.options import check_options
+from latentfs.core.pipeline import run_starts
 from latentfs.inference.hdda.numerics import (
     ESTIMATORS,
     HDDAParams,
@@ -42,7 +43,17 @@ from latentfs.inference.hdda.numerics import (
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["INITIALISATIONS", "DegenerateClusterError", "HDDCFit", "HDDCState", "fit_hddc", "hddc_em_step"]
+__all__ = [
+    "INITIALISATIONS",
+    "DegenerateClusterError",
+    "HDDCFit",
+    "HDDCSetup",
+    "HDDCState",
+    "fit_hddc",
+    "hddc_em_step",
+    "hddc_fit_from",
+    "hddc_setup",
+]
 
 
 class DegenerateClusterError(DataError):
@@ -193,8 +204,8 @@ def fit_hddc(
 
     Each restart starts from ``init`` (``"kmeans"``, ``"kmeans++"``, ``"random"`` or a label vector; see
     :data:`INITIALISATIONS`), drawn from a generator of its own spawned from ``seed``, and iterates
-    :func:`hddc_em_step`; the restarts go through the mixtures' EM driver
-    (:func:`latentfs.inference.mixture.em.mixture_em_restarts`: the run with the highest log-likelihood wins,
+    :func:`hddc_em_step`; the restarts go through the pipeline's restart driver
+    (:func:`latentfs.core.pipeline.run_starts`: the run with the highest log-likelihood wins,
     near-ties to the earliest, at most one ``ConvergenceWarning`` per fit, and the restarts may run in
     parallel, ``latentfs.chain_method("parallel")``, with the same result). Runs in which a cluster falls
     below ``min_size`` points are dropped; a DataError when every run is. With Cattell's rule inside EM the
@@ -209,9 +220,48 @@ def fit_hddc(
     >>> sorted(np.bincount(fit.resp.argmax(1)).tolist())
     [40, 40]
     """
+    n_init, max_iter, tol, seed = check_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed)
+    setup = hddc_setup(X, n_components, model, n_dims, threshold=threshold, noise_ctrl=noise_ctrl, init=init,
+                       algorithm=algorithm, min_size=min_size)
+    # The pipeline's restart driver: start r drawn from the r-th generator spawned from ``seed`` (so the restarts
+    # may run in parallel), every start run to convergence, a start that loses a cluster dropped, the best kept,
+    # one ConvergenceWarning per fit.
+    restarts = run_starts(
+        setup.start, setup.step, n_init=setup.n_starts(n_init), seed=seed, max_iter=max_iter, tol=tol,
+        drop=(DegenerateClusterError,), warn=warn, desc=f"HDDC {setup.spec.name}", remedies=HDDC_REMEDIES,
+        progress=progress,
+    )
+    return hddc_fit_from(setup, restarts)
+
+
+HDDC_REMEDIES = "raise max_iter, loosen tol, fix n_dims to an int, or raise n_init"
+
+
+@dataclass
+class HDDCSetup:
+    """One HDDC problem, checked and ready for the restart driver: the data, the submodel, a start from a
+    generator, one EM step, the number of starts ``init`` allows and the smallest cluster size."""
+
+    X: np.ndarray
+    n_components: int
+    spec: Any
+    start: Callable[[torch.Generator], HDDCState]
+    step: Callable[[HDDCState], tuple[HDDCState, float]]
+    given: bool
+    min_size: float
+
+    def n_starts(self, n_init: int) -> int:
+        return 1 if self.given else int(n_init)
+
+
+def hddc_setup(
+    X: np.ndarray, n_components: int, model: Any, n_dims: Any, *, threshold: float, noise_ctrl: float, init: Any,
+    algorithm: str, min_size: float,
+) -> HDDCSetup:
+    """The checks and pieces of :func:`fit_hddc` (and of the ``"em"`` spec of :mod:`latentfs.inference.hdda.em`)
+    before any restart runs."""
     spec = resolve_submodel(model)
     check_choice("algorithm", algorithm, sorted(_ASSIGNMENTS))
-    n_init, max_iter, tol, seed = check_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed)
     threshold = check_threshold(threshold)
     noise_ctrl = check_float("noise_ctrl", noise_ctrl, 0.0, 1.0, high_open=True,
                              remedy="noise_ctrl is a fraction of the largest eigenvalue; try 1e-8.")
@@ -231,27 +281,25 @@ def fit_hddc(
                 f"init labels must be {n} integers in 0..{n_components - 1} (one per row); got shape "
                 f"{init.shape}, dtype {init.dtype}. Pass integer cluster codes or init='kmeans'."
             )
+
     def start(gen: torch.Generator) -> HDDCState:
         resp0 = np.eye(n_components)[np.asarray(init)] if given else INITIALISATIONS[str(init)](X, n_components,
                                                                                                  as_rng(gen))
         return HDDCState(m_step(resp0), resp0)
 
-    # The mixtures' EM driver: start r drawn from the r-th generator spawned from ``seed`` (so the restarts may
-    # run in parallel), every start run to convergence, a start that loses a cluster dropped, the best kept,
-    # one ConvergenceWarning per fit.
-    from latentfs.inference.mixture.em import mixture_em_restarts
+    return HDDCSetup(X, n_components, spec, start, partial(hddc_em_step, X=X, m_step=m_step, assign=assign), given,
+                     min_size)
 
-    restarts = mixture_em_restarts(
-        start, partial(hddc_em_step, X=X, m_step=m_step, assign=assign), n_init=1 if given else n_init,
-        seed=seed, max_iter=max_iter, tol=tol, drop=(DegenerateClusterError,), warn=warn,
-        desc=f"HDDC {spec.name}", remedies="raise max_iter, loosen tol, fix n_dims to an int, or raise n_init",
-        progress=progress,
-    )
+
+def hddc_fit_from(setup: HDDCSetup, restarts: Any) -> HDDCFit:
+    """The :class:`HDDCFit` of the run the restart driver kept (a DataError when every start lost a cluster)."""
+    X, n_components, spec = setup.X, setup.n_components, setup.spec
     if restarts.all_dropped:
         raise DataError(
-            f"n_components={n_components}: every HDDC run lost a cluster (fewer than {min_size} points; "
+            f"n_components={n_components}: every HDDC run lost a cluster (fewer than {setup.min_size} points; "
             f"last: {restarts.dropped[-1]}). Use fewer components, more restarts (n_init), or another init."
         )
+    n = X.shape[0]
     best = restarts.run
     params = best.state.params
     lj = log_joint(X, params)
@@ -265,6 +313,6 @@ def fit_hddc(
         bic=criterion_value("bic", log_lik, nu, n), icl=criterion_value("icl", log_lik, nu, n, entropy),
         trace=best.trace, converged=best.converged, n_iter=best.n_iter, row_log_likelihood=row,
         run_objectives=[r.objective for r in restarts.runs if "dropped" not in r.info],
-        restart_log_likelihoods=restarts.restart_log_likelihoods, best_restart=restarts.best_index,
+        restart_log_likelihoods=restarts.restart_objectives, best_restart=restarts.best_index,
         interrupted=restarts.interrupted,
     )
