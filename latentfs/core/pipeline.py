@@ -469,6 +469,11 @@ class EngineSpec:
         """Whether a run that used up ``max_iter`` warns (an engine with its own stopping rule warns itself)."""
         return bool(o.get("warn", True))
 
+    def describe(self, model_name: str) -> str:
+        """What the progress bar and the warnings call the fit: ``desc`` and the model's class name, or ``desc``
+        alone when it names the model already."""
+        return self.desc if model_name in self.desc else f"{self.desc} {model_name}"
+
     def report(self, o: Options) -> Callable[[int, Any, float], None] | None:
         """The per-iteration callback handed to the optimiser (the user's ``callback`` by default)."""
         return o.get("callback")
@@ -508,7 +513,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
     name = type(model).__name__
     o = spec.check_options(options, name)
     prep = spec.prepare(model, data, o)
-    desc = f"{spec.desc} {name}"
+    desc = spec.describe(name)
     flags: list[dict[str, Any]] = []
     try:
         if spec.kind == "sampler":

@@ -31,15 +31,11 @@ import torch
 from latentfs.core.data import (
     DataError,
     check_choice,
-    check_device,
     check_dtype,
-    check_float,
     check_int,
-    check_seed,
 )
-from latentfs.core.driver import OptimizerRun, make_generator, run_optimizer, run_restarts
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.inference.latent_trait.quadrature import (
     ItemData,
     TraitParams,
@@ -59,22 +55,15 @@ __all__ = [
     "mstep",
     "orient",
     "setup",
-    "build_posterior",
+    "build_export",
+    "LatentTraitEM",
+    "TRAIT_OPTIONS",
 ]
 
 
 def default_n_nodes(n_components: int) -> int:
     """21 nodes for one trait (as R's ltm), 15 per trait for two, 7 per trait beyond."""
     return 21 if n_components == 1 else (15 if n_components == 2 else 7)
-
-
-def check_options(seed: Any, max_iter: Any, tol: Any, n_init: Any, dtype: Any, device: Any) -> tuple[Any, ...]:
-    """The shared options, checked with the one set of option checkers."""
-    seed = check_seed(seed)
-    max_iter = check_int("max_iter", max_iter, low=1)
-    tol = check_float("tol", tol, 0.0)
-    n_init = check_int("n_init", n_init, low=1)
-    return seed, max_iter, tol, n_init, check_dtype(dtype), check_device(device)
 
 
 def initial_params(
@@ -228,22 +217,20 @@ def setup(model: Any, X: Any, dtype: torch.dtype, device: Any) -> tuple[Any, np.
     return matrix, levels, prepare_items(matrix.values, levels, dtype=dtype, device=device)
 
 
-def build_posterior(
+def build_export(
     model: LatentTrait,
     matrix: Any,
     levels: np.ndarray,
     data: ItemData,
     params: TraitParams,
-    run: OptimizerRun,
     *,
-    method: str,
     n_nodes: int | None,
     seconds: float,
     fitted_traits: dict[str, Any] | None = None,
     extra_diagnostics: dict[str, Any] | None = None,
-) -> Posterior:
-    """The :class:`Posterior` of a latent trait fit: item parameters as points, EAP person scores (quadrature,
-    at the fitted parameters) in extras, the quadrature log-likelihood per person."""
+) -> Export:
+    """What a latent trait fit's result holds: item parameters as points, EAP person scores (quadrature, at the
+    fitted parameters) in extras, the quadrature log-likelihood per person."""
     ll: np.ndarray | None
     if n_nodes is not None:
         nodes, logw = gauss_hermite_grid(model.n_components, n_nodes, dtype=params.intercepts.dtype,
@@ -252,7 +239,7 @@ def build_posterior(
     elif fitted_traits is not None:  # too many traits for the grid: the variational q(z) stands in
         eap, sd, ll = fitted_traits["loc"], fitted_traits["scale"], None
     else:
-        raise DataError("build_posterior needs n_nodes or fitted traits.")
+        raise DataError("build_export needs n_nodes or fitted traits.")
     p, q = params.discrimination.shape
     values = params.numpy()
     intercepts = values["intercepts"].copy()
@@ -283,9 +270,6 @@ def build_posterior(
     if not binary:
         coords["threshold"] = [f"t{k + 1}" for k in range(intercepts.shape[1])]
     diagnostics = {
-        "converged": bool(run.converged),
-        "interrupted": bool(run.interrupted),
-        "n_iter": int(run.n_iter),
         "log_likelihood": loglik,
         "n_parameters": int(n_par),
         "aic": float(-2 * loglik + 2 * n_par),
@@ -295,40 +279,39 @@ def build_posterior(
         "n_patterns": int(data.onehot.shape[0]),
         "seconds": float(seconds),
         "observation_dim": "sample",
-        "restart_objectives": list(run.info.get("restart_objectives", [float(run.objective)])),
-        "best_restart": int(run.info.get("restart", 0)),
         **(extra_diagnostics or {}),
     }
-    return Posterior(
-        model="LatentTrait",
-        method=method,
+    return Export(
         dims={k: v for k, v in dims.items() if k in fitted},
         coords=coords,
-        trace=run.trace[None],
         fitted=fitted,
         diagnostics=diagnostics,
         log_likelihood=None if ll is None else ll[None, None, :],
         extras={"trait_scores": eap, "trait_sd": sd, "levels": levels},
-        hyperparameters=model.hyperparameters(),
     )
 
 
-@register(LatentTrait, "em")
-def em_latent_trait(
-    model: LatentTrait,
-    X: Any,
-    *,
-    seed: Any = 0,
-    max_iter: int = 5000,
-    tol: float = 1e-10,
-    n_init: int = 1,
-    n_nodes: int | None = None,
-    init: str = "pca",
-    dtype: Any = torch.float64,
-    device: Any = "cpu",
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+def _init_option(name: str, value: Any) -> str:
+    return str(check_choice(name, value, ("pca", "random")))
+
+
+#: the options both latent-trait engines take
+TRAIT_OPTIONS: dict[str, Option] = {
+    "seed": shared("seed"),
+    "max_iter": shared("max_iter", 5000),
+    "tol": shared("tol", 1e-10),
+    "n_init": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
+                     "starts: init first, then random ones; the best objective is kept"),
+    "init": Option("pca", _init_option, "str", "'pca' (principal axes of the items' correlations) or 'random'"),
+    "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
+                    "float64 (default) or float32"),
+    "device": shared("device"),
+    "progress": shared("progress"),
+    "warn": shared("warn"),
+}
+
+
+class LatentTraitEM(EngineSpec):
     """Marginal maximum likelihood for :class:`~latentfs.models.latent_trait.LatentTrait` by Bock–Aitkin EM.
 
     Parameters
@@ -336,7 +319,8 @@ def em_latent_trait(
     model : LatentTrait
     X : array (n_samples, n_items) of item codes (0/1 for binary items, 0..S_j − 1 for ordinal items);
         NaN marks a missing answer (it integrates out under local independence).
-    seed : int (used by random restarts).
+    seed : int, generator or None (used by the random starts: start r draws from the r-th generator spawned
+        from the seed).
     max_iter, tol : stop when the relative change of the marginal log-likelihood is at most ``tol``.
     n_init : int, default 1
         Starts: ``init`` first, then random ones; the highest log-likelihood is kept (one
@@ -363,26 +347,37 @@ def em_latent_trait(
     >>> post.kind(), post.mean("discrimination").shape, bool(np.all(np.diff(post.trace[0]) >= 0))
     ('point', (4, 1), True)
     """
-    started = time.perf_counter()
-    seed, max_iter, tol, n_init, dtype, device = check_options(seed, max_iter, tol, n_init, dtype, device)
-    check_choice("init", init, ("pca", "random"))
-    n_nodes = default_n_nodes(model.n_components) if n_nodes is None else check_int("n_nodes", n_nodes, low=2)
-    matrix, levels, data = setup(model, X, dtype, device)
-    nodes, logw = gauss_hermite_grid(model.n_components, n_nodes, dtype=dtype, device=device)
-    gen = make_generator(seed)
 
-    def step(state: TraitParams) -> tuple[TraitParams, float]:
-        return em_step(state, data, nodes, logw)
+    method = "em"
+    kind = "optimizer"
+    desc = "LatentTrait em"
+    options = {
+        **TRAIT_OPTIONS,
+        "n_nodes": Option(None, lambda n, v: None if v is None else check_int(n, v, low=2), "int ≥ 2 or None",
+                          "Gauss–Hermite nodes per trait (default 21, 15 or 7 for 1, 2 or more traits)"),
+    }
 
-    def one(r: int) -> OptimizerRun:
-        start = initial_params(matrix.values, levels, model.n_components, init=init if r == 0 else "random",
-                               generator=gen, dtype=dtype, device=device)
-        return run_optimizer(start, step, max_iter=max_iter, tol=tol, desc="LatentTrait em", progress=progress,
-                             warn=False)
+    def prepare(self, model: Any, X: Any, o: Options) -> Any:
+        from types import SimpleNamespace
 
-    run, runs = run_restarts(n_init, one, warn=warn, desc="LatentTrait em",
-                             remedies="raise max_iter, loosen tol, or raise n_init")
-    run.info["restart_objectives"] = [float(r.objective) for r in runs]
-    params = orient(run.state)
-    return build_posterior(model, matrix, levels, data, params, run, method="em", n_nodes=n_nodes,
-                           seconds=time.perf_counter() - started)
+        started = time.perf_counter()
+        n_nodes = default_n_nodes(model.n_components) if o.n_nodes is None else o.n_nodes
+        matrix, levels, data = setup(model, X, o.dtype, o.device)
+        nodes, logw = gauss_hermite_grid(model.n_components, n_nodes, dtype=o.dtype, device=o.device)
+        return SimpleNamespace(model=model, matrix=matrix, levels=levels, data=data, nodes=nodes, logw=logw,
+                               n_nodes=n_nodes, started=started)
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> TraitParams:
+        return initial_params(prep.matrix.values, prep.levels, prep.model.n_components,
+                              init=o.init if index == 0 else "random", generator=gen, dtype=o.dtype, device=o.device)
+
+    def step(self, prep: Any, o: Options, state: TraitParams) -> tuple[TraitParams, float]:
+        return em_step(state, prep.data, prep.nodes, prep.logw)
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        return build_export(prep.model, prep.matrix, prep.levels, prep.data, orient(outcome.run.state),
+                            n_nodes=prep.n_nodes, seconds=time.perf_counter() - prep.started)
+
+
+#: the spec, callable as ``em_latent_trait(model, X, **options)`` (the pipeline runs it)
+em_latent_trait = register_spec(LatentTraitEM(), LatentTrait)

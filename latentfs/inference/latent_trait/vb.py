@@ -38,12 +38,11 @@ from typing import Any
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import OptimizerRun, make_generator, run_optimizer, run_restarts
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.pipeline import EngineSpec, Export, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.inference.latent_trait.em import (
-    build_posterior,
-    check_options,
+    TRAIT_OPTIONS,
+    build_export,
     default_n_nodes,
     initial_params,
     setup,
@@ -51,7 +50,7 @@ from latentfs.inference.latent_trait.em import (
 from latentfs.inference.latent_trait.quadrature import MAX_NODES, TraitParams
 from latentfs.models.latent_trait import LatentTrait
 
-__all__ = ["VBState", "vb_latent_trait", "jj_lambda", "elbo"]
+__all__ = ["LatentTraitVB", "VBState", "vb_latent_trait", "jj_lambda", "elbo"]
 
 
 @dataclass
@@ -123,21 +122,7 @@ def _update_items(state: VBState, y: torch.Tensor, observed: torch.Tensor, count
     return TraitParams(theta[:, :1].contiguous(), theta[:, 1:].contiguous())
 
 
-@register(LatentTrait, "vb")
-def vb_latent_trait(
-    model: LatentTrait,
-    X: Any,
-    *,
-    seed: Any = 0,
-    max_iter: int = 2000,
-    tol: float = 1e-9,
-    n_init: int = 1,
-    init: str = "pca",
-    dtype: Any = torch.float64,
-    device: Any = "cpu",
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+class LatentTraitVB(EngineSpec):
     """Variational EM (Jaakkola–Jordan bound, Gaussian q(z_i)) for binary items; module docstring.
 
     Parameters
@@ -168,21 +153,39 @@ def vb_latent_trait(
     >>> post.kind("traits"), post.kind("discrimination"), bool(d["elbo"] <= d["log_likelihood"])
     ('distribution', 'point', True)
     """
-    started = time.perf_counter()
-    seed, max_iter, tol, n_init, dtype, device = check_options(seed, max_iter, tol, n_init, dtype, device)
-    if not isinstance(model, LatentTrait) or not model.binary:
-        raise DataError(
-            "method='vb' (the Jaakkola–Jordan logistic bound) takes binary items, LatentTrait(n_levels=None); "
-            f"got {model!r}. Use method='em' for ordinal items."
-        )
-    matrix, levels, data = setup(model, X, dtype, device)
-    y = data.onehot[..., 1]
-    observed = data.onehot.sum(-1)
-    counts = data.counts
-    gen = make_generator(seed)
-    q = model.n_components
 
-    def step(state: VBState) -> tuple[VBState, float]:
+    method = "vb"
+    kind = "optimizer"
+    desc = "LatentTrait vb"
+    options = {**TRAIT_OPTIONS, "max_iter": shared("max_iter", 2000), "tol": shared("tol", 1e-9)}
+
+    def prepare(self, model: Any, X: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        started = time.perf_counter()
+        if not isinstance(model, LatentTrait) or not model.binary:
+            raise DataError(
+                "method='vb' (the Jaakkola–Jordan logistic bound) takes binary items, LatentTrait(n_levels=None); "
+                f"got {model!r}. Use method='em' for ordinal items."
+            )
+        matrix, levels, data = setup(model, X, o.dtype, o.device)
+        return SimpleNamespace(model=model, matrix=matrix, levels=levels, data=data, y=data.onehot[..., 1],
+                               observed=data.onehot.sum(-1), counts=data.counts, q=model.n_components,
+                               started=started)
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> VBState:
+        dtype, device, q = o.dtype, o.device, prep.q
+        start = initial_params(prep.matrix.values, prep.levels, q, init=o.init if index == 0 else "random",
+                               generator=gen, dtype=dtype, device=device)
+        n_pat = prep.data.onehot.shape[0]
+        mean = torch.zeros(n_pat, q, dtype=dtype, device=device)
+        cov = torch.eye(q, dtype=dtype, device=device).expand(n_pat, q, q).clone()
+        state = VBState(start, torch.ones(n_pat, start.intercepts.shape[0], dtype=dtype, device=device), mean, cov)
+        state.xi = torch.sqrt(_moments(state)[1])
+        return state
+
+    def step(self, prep: Any, o: Options, state: VBState) -> tuple[VBState, float]:
+        y, observed, counts = prep.y, prep.observed, prep.counts
         value = elbo(state, y, observed, counts)
         mean, cov = _update_q(state.params, state.xi, y, observed)
         moved = VBState(state.params, state.xi, mean, cov)
@@ -190,33 +193,25 @@ def vb_latent_trait(
         params = _update_items(moved, y, observed, counts)
         return VBState(params, moved.xi, mean, cov), value
 
-    def one(r: int) -> OptimizerRun:
-        start = initial_params(matrix.values, levels, q, init=init if r == 0 else "random", generator=gen,
-                               dtype=dtype, device=device)
-        n_pat = data.onehot.shape[0]
-        mean = torch.zeros(n_pat, q, dtype=dtype, device=device)
-        cov = torch.eye(q, dtype=dtype, device=device).expand(n_pat, q, q).clone()
-        state = VBState(start, torch.ones(n_pat, start.intercepts.shape[0], dtype=dtype, device=device), mean, cov)
-        state.xi = torch.sqrt(_moments(state)[1])
-        return run_optimizer(state, step, max_iter=max_iter, tol=tol, desc="LatentTrait vb", progress=progress,
-                             warn=False)
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        state: VBState = outcome.run.state
+        data, q = prep.data, prep.q
+        final = elbo(state, prep.y, prep.observed, prep.counts)
+        sign = torch.where(state.params.discrimination.sum(0) < 0, -1.0, 1.0).to(o.dtype)
+        params = TraitParams(state.params.intercepts, state.params.discrimination * sign)
+        inv = data.inverse
+        loc = (state.mean * sign)[inv].cpu().numpy()
+        scale = torch.sqrt(torch.diagonal(state.cov, dim1=-2, dim2=-1))[inv].cpu().numpy()
+        traits = {"family": "normal", "loc": loc, "scale": scale}
+        n_nodes = default_n_nodes(q)
+        quadrature = n_nodes**q <= MAX_NODES and q <= 2
+        ex = build_export(prep.model, prep.matrix, prep.levels, data, params, n_nodes=n_nodes if quadrature else None,
+                          seconds=time.perf_counter() - prep.started, fitted_traits=traits,
+                          extra_diagnostics={"elbo": final})
+        if quadrature:
+            ex.diagnostics["bound_gap"] = float(ex.diagnostics["log_likelihood"] - final)
+        return ex
 
-    run, runs = run_restarts(n_init, one, warn=warn, desc="LatentTrait vb",
-                             remedies="raise max_iter, loosen tol, or raise n_init")
-    run.info["restart_objectives"] = [float(r.objective) for r in runs]
-    state: VBState = run.state
-    final = elbo(state, y, observed, counts)
-    sign = torch.where(state.params.discrimination.sum(0) < 0, -1.0, 1.0).to(dtype)
-    params = TraitParams(state.params.intercepts, state.params.discrimination * sign)
-    inv = data.inverse
-    loc = (state.mean * sign)[inv].cpu().numpy()
-    scale = torch.sqrt(torch.diagonal(state.cov, dim1=-2, dim2=-1))[inv].cpu().numpy()
-    traits = {"family": "normal", "loc": loc, "scale": scale}
-    n_nodes = default_n_nodes(q)
-    quadrature = n_nodes**q <= MAX_NODES and q <= 2
-    post = build_posterior(model, matrix, levels, data, params, run, method="vb",
-                           n_nodes=n_nodes if quadrature else None, seconds=time.perf_counter() - started,
-                           fitted_traits=traits, extra_diagnostics={"elbo": final})
-    if quadrature:
-        post.diagnostics["bound_gap"] = float(post.diagnostics["log_likelihood"] - final)
-    return post
+
+#: the spec, callable as ``vb_latent_trait(model, X, **options)`` (the pipeline runs it)
+vb_latent_trait = register_spec(LatentTraitVB(), LatentTrait)
