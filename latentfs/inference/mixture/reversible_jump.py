@@ -69,11 +69,34 @@ is the Jacobian of the rescaling), and a death with min(1, 1/A).
 ``prior_only=True`` drops the likelihood of y given z from every move (z then follows w alone): the chain
 must then sample the prior, k ~ Uniform{1, …, k_max} included, which is the tests' check of the acceptance
 ratios above (Titterington 2006 §1.9, oracle 10).
+
+**Scale.** R&G's default priors are set from the data's midpoint and range, so the model is equivariant under
+y → a + b y. The engine runs on y' = (y − midpoint) / range (values in [−½, ½]) with the prior mapped over
+(ξ' = (ξ − midpoint)/R, κ' = κ R², h' = h R²; defaults ξ' = 0, κ' = 1, h' = 10) and returns μ, σ², β and
+log f(y | θ) in the data's units; k and w do not change. Data × 1e−200 or × 1e300 or + 1e15 then give the
+chain of the original data (R² under- or overflowed in the prior, and the merge's second moment lost every
+digit to cancellation). A σ² beyond the float64 range in the data's units (data of scale ≳ 1e154 or
+≲ 1e−154) comes back as inf or 0, with a :class:`~latentfs.core.data.DataWarning`.
+
+**Impossible proposals.** A split or merge is rejected before anything is divided by a quantity that can be 0:
+the merge's inverse map is written without cancellation, u2 = √(w_j1 w_j2) (μ_j2 − μ_j1)/(w_j σ_j) and
+u3 = w_j1 σ²_j1/(w_j1 σ²_j1 + w_j2 σ²_j2) (and 1 − u2² = (w_j1 σ²_j1 + w_j2 σ²_j2)/(w_j σ²_j)); tied means give
+u2 = 0, whose Beta(2, 2) density is 0: the reverse split could not have proposed it; log A is a sum of logs,
+taken from the pair itself. A split whose weights or variances round to 0, or whose means round to one value,
+is rejected (the merge could not return to it).
+
+**Ties.** With tied data R&G's posterior puts no bound on the precision of a component sitting on one tied value
+(its conditional grows without limit, and the chain's σ² underflowed). The variances are kept at or above
+:data:`VARIANCE_FLOOR` (σ ≥ 2⁻⁵² R: below the data's float resolution a standard deviation cannot be told from
+0) by truncating σ⁻²'s prior there; a result with components within 10× of the floor lists them in
+``diagnostics["collapsed"]`` and warns (:class:`~latentfs.inference.mixture.em.CollapsedComponentWarning`):
+p(k | y) then counts the ties, not clusters.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -89,6 +112,7 @@ from latentfs.models.mixture import UnivariateMixtureK
 __all__ = [
     "RJState",
     "log_joint",
+    "merge_inverse",
     "predictive_density",
     "split_jacobian",
     "split_parameters",
@@ -96,6 +120,15 @@ __all__ = [
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _MOVES = ("split", "merge", "birth", "death")
+
+#: The smallest component variance, in the sampler's units (the data's range R = 1): σ ≥ 2⁻⁵² R, a standard
+#: deviation below the data's float resolution, which cannot be told from 0. R&G's posterior is unbounded when
+#: a component sits on tied values (its precision's conditional grows without limit); the prior of σ⁻² is
+#: truncated at 1/floor. Its normalising constant is left out of the moves' ratios: it is 1 to within 1e−25
+#: unless β < 1e−29, which happens only in a fit whose components sit at the floor (flagged as collapsed).
+VARIANCE_FLOOR = 2.0**-104
+#: A component whose variance is within this factor of :data:`VARIANCE_FLOOR` counts as collapsed.
+COLLAPSED = 10.0
 
 
 class RJState:
@@ -133,14 +166,14 @@ def log_joint(state: RJState, y: np.ndarray, prior: dict[str, float]) -> float:
 
 
 def split_parameters(w: float, mu: float, s2: float, u1: float, u2: float, u3: float) -> np.ndarray:
-    """R&G's split map (w, μ, σ², u1, u2, u3) → (w1, w2, μ1, μ2, σ²1, σ²2); see the module docstring."""
+    """R&G's split map (w, μ, σ², u1, u2, u3) → (w1, w2, μ1, μ2, σ²1, σ²2); see the module docstring. Written
+    with w2/w1 = (1 − u1)/u1, so nothing is divided by a weight that may underflow."""
     w1, w2 = w * u1, w * (1.0 - u1)
     sd = math.sqrt(s2)
-    mu1 = mu - u2 * sd * math.sqrt(w2 / w1)
-    mu2 = mu + u2 * sd * math.sqrt(w1 / w2)
-    v1 = u3 * (1.0 - u2 * u2) * s2 * w / w1
-    v2 = (1.0 - u3) * (1.0 - u2 * u2) * s2 * w / w2
-    return np.array([w1, w2, mu1, mu2, v1, v2])
+    mu1 = mu - u2 * sd * math.sqrt((1.0 - u1) / u1)
+    mu2 = mu + u2 * sd * math.sqrt(u1 / (1.0 - u1))
+    spread = (1.0 - u2 * u2) * s2
+    return np.array([w1, w2, mu1, mu2, u3 * spread / u1, (1.0 - u3) * spread / (1.0 - u1)])
 
 
 def split_jacobian(w: float, mu: float, s2: float, u1: float, u2: float, u3: float) -> float:
@@ -156,6 +189,106 @@ def _betaln(a: float, b: float) -> float:
 
 def _log_beta_pdf(x: float, a: float, b: float) -> float:
     return (a - 1.0) * math.log(x) + (b - 1.0) * math.log1p(-x) - _betaln(a, b)
+
+
+def _valid_pair(new: np.ndarray) -> bool:
+    """w_j1, w_j2 > 0, σ²_j1, σ²_j2 ≥ :data:`VARIANCE_FLOOR`, μ_j1 < μ_j2 and everything finite: a split inside
+    the target's support that can be scored (and undone)."""
+    w1, w2, mu1, mu2, v1, v2 = (float(x) for x in new)
+    return bool(np.all(np.isfinite(new)) and w1 > 0.0 and w2 > 0.0 and min(v1, v2) >= VARIANCE_FLOOR and mu1 < mu2)
+
+
+def _truncate_precision(lam: np.ndarray, shape: np.ndarray, rate: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """λ ~ Gamma(shape, rate) truncated to λ ≤ 1/:data:`VARIANCE_FLOOR`, given untruncated draws ``lam``: a draw
+    inside is kept, one outside is replaced by an inverse-CDF draw from the truncated law (the mixture of the two
+    is the truncated law exactly; data without ties never reach the bound, and their draws are unchanged). When
+    the truncated law's mass underflows, λ is the bound (its density increases up to it)."""
+    top = 1.0 / VARIANCE_FLOOR
+    over = ~(lam <= top)
+    if not over.any():
+        return lam
+    from scipy.special import gammainc, gammaincinv
+
+    a, b = np.broadcast_to(shape, lam.shape)[over], np.broadcast_to(rate, lam.shape)[over]
+    mass = gammainc(a, b * top)
+    redraw = np.where(mass > 0.0, gammaincinv(a, rng.random(a.size) * mass) / b, top)
+    out = lam.copy()
+    out[over] = np.minimum(np.where(np.isfinite(redraw), redraw, top), top)
+    return out
+
+
+def merge_inverse(w1: float, w2: float, mu1: float, mu2: float, v1: float, v2: float) -> tuple[float, ...] | None:
+    """The merged (w, μ, σ²) and the (u1, u2, u3) of the split that undoes it, or None when no split could have
+    proposed the pair (tied means, u2 = 0; a zero or non-finite variance). Free of cancellation: σ² = within +
+    between with within = (w1 σ²1 + w2 σ²2)/w, u2 = √(w1/w) √(w2/w) (μ2 − μ1)/σ, u3 = w1 σ²1/(w1 σ²1 + w2 σ²2)
+    (so 1 − u2² = within/σ², exactly)."""
+    w = w1 + w2
+    gap = mu2 - mu1
+    p1, p2 = w1 / w, w2 / w
+    within = p1 * v1 + p2 * v2
+    s2 = within + p1 * p2 * gap * gap
+    if not (gap > 0.0 and within > 0.0 and p1 > 0.0 and p2 > 0.0 and math.isfinite(s2)):
+        return None
+    mu = mu1 + p2 * gap
+    u2 = math.sqrt(p1) * math.sqrt(p2) * gap / math.sqrt(s2)
+    u3 = p1 * v1 / within
+    if not (0.0 < p1 < 1.0 and 0.0 < u2 < 1.0 and 0.0 < u3 < 1.0):
+        return None
+    return w, mu, s2, p1, u2, u3
+
+
+class DataUnits:
+    """The affine map between the data's units and the sampler's y' = (y − c) / R, R the data's range and c its
+    midpoint (R&G's ξ), computed without overflow: R is kept as its half, ``half`` (finite for any finite data),
+    and ``log_range`` = log R.
+
+    Attributes
+    ----------
+    centre : float, c = (min + max) / 2.
+    half : float, R / 2.
+    log_range : float, log R.
+    """
+
+    def __init__(self, centre: float, half: float) -> None:
+        self.centre, self.half = float(centre), float(half)
+        self.log_range = math.log(2.0) + math.log(self.half)
+
+    @classmethod
+    def of(cls, y: np.ndarray) -> DataUnits:
+        lo, hi = float(np.min(y)), float(np.max(y))
+        return cls(0.5 * lo + 0.5 * hi, 0.5 * hi - 0.5 * lo)
+
+    def standardise(self, y: np.ndarray) -> np.ndarray:
+        """y' = (y − c) / R, in [−½, ½]."""
+        return 0.5 * ((y - self.centre) / self.half)
+
+    def to_data(self, mu: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """μ = c + R μ', σ² = R² σ²' (also β, a variance-scale quantity); under- or overflow gives 0 or inf."""
+        with np.errstate(over="ignore", under="ignore"):
+            return self.centre + self.half * (2.0 * np.asarray(mu)), (self.half * self.half) * (4.0 * np.asarray(s2))
+
+    def standard_prior(self, model: UnivariateMixtureK, y: np.ndarray) -> dict[str, float]:
+        """The model's prior for y': R&G's defaults from y' itself (ξ' = 0, κ' = 1, h' = 10), or the model's
+        values in the data's units mapped over (ξ' = (ξ − c)/R, κ' = κ R², h' = h R²)."""
+        pr = model.prior(y)
+        with np.errstate(over="ignore", under="ignore"):
+            if model.mean_prior is not None:
+                pr["xi"] = float(0.5 * ((np.float64(model.mean_prior) - self.centre) / self.half))
+            if model.mean_precision is not None:
+                pr["kappa"] = float(np.float64(model.mean_precision) * self.half * self.half * 4.0)
+            if model.beta_rate is not None:
+                pr["h"] = float(np.float64(model.beta_rate) * self.half * self.half * 4.0)
+        return pr
+
+    def data_prior(self, pr: dict[str, float]) -> dict[str, float]:
+        """The prior in the data's units (what ``diagnostics["prior"]`` reports): ξ, κ, h mapped back."""
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            scale2 = np.float64(self.half) * np.float64(self.half) * 4.0
+            return {**pr, "xi": float(self.centre + self.half * 2.0 * pr["xi"]), "kappa": float(pr["kappa"] / scale2),
+                    "h": float(pr["h"] / scale2)}
+
+    def describe(self) -> str:
+        return f"{self.centre - self.half:.3g} to {self.centre + self.half:.3g}"
 
 
 class _Sampler:
@@ -215,8 +348,9 @@ class _Sampler:
             self._reorder(st, order)
             counts = counts[order]
         ss = np.bincount(st.z, weights=(y - st.mu[st.z]) ** 2, minlength=k)
-        lam = rng.standard_gamma(pr["alpha"] + 0.5 * t * counts) / (st.beta + 0.5 * t * ss)
-        st.s2 = 1.0 / np.maximum(lam, 1e-300)
+        shape, rate = pr["alpha"] + 0.5 * t * counts, st.beta + 0.5 * t * ss
+        lam = rng.standard_gamma(shape) / rate
+        st.s2 = 1.0 / _truncate_precision(lam, shape, rate, rng)
         lj = self._log_joint_matrix(st, t)
         m = lj.max(1)
         lj -= m[:, None]
@@ -238,15 +372,18 @@ class _Sampler:
         d, a, kap, xi = pr["delta"], pr["alpha"], pr["kappa"], pr["xi"]
         w1, w2, mu1, mu2, v1, v2 = new
         u1, u2, u3 = u
+        log_v1, log_v2, log_s2 = math.log(v1), math.log(v2), math.log(s2)
         out = self.t * dloglik + math.log(k + 1)
         out += (d - 1.0 + l1) * math.log(w1) + (d - 1.0 + l2) * math.log(w2) - (d - 1.0 + l1 + l2) * math.log(w)
         out -= _betaln(d, k * d)
         out += 0.5 * math.log(kap / (2.0 * math.pi)) - 0.5 * kap * ((mu1 - xi) ** 2 + (mu2 - xi) ** 2 - (mu - xi) ** 2)
-        out += a * math.log(beta) - math.lgamma(a) - (a + 1.0) * math.log(v1 * v2 / s2)
+        out += a * math.log(beta) - math.lgamma(a) - (a + 1.0) * (log_v1 + log_v2 - log_s2)
         out -= beta * (1.0 / v1 + 1.0 / v2 - 1.0 / s2)
         out += math.log(self.d(k + 1)) - math.log(self.b(k)) - log_palloc
         out -= _log_beta_pdf(u1, 2.0, 2.0) + _log_beta_pdf(u2, 2.0, 2.0) + _log_beta_pdf(u3, 1.0, 1.0)
-        out += math.log(w * abs(mu1 - mu2) * v1 * v2 / (u2 * (1.0 - u2 * u2) * u3 * (1.0 - u3) * s2))
+        # the Jacobian w |μ1 − μ2| σ²1 σ²2 / (u2 (1 − u2²) u3 (1 − u3) σ²), as a sum of logs (a product underflowed)
+        out += math.log(w) + math.log(abs(mu1 - mu2)) + log_v1 + log_v2 - log_s2
+        out -= math.log(u2) + math.log1p(-u2 * u2) + math.log(u3) + math.log1p(-u3)
         return out
 
     def _pair_alloc(self, y: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -266,10 +403,10 @@ class _Sampler:
             return False
         w, mu, s2 = float(st.w[j]), float(st.mu[j]), float(st.s2[j])
         new = split_parameters(w, mu, s2, *u)
+        if not _valid_pair(new):
+            return False  # a weight or variance rounded to 0, or the means to one value: no merge returns here
         if (j > 0 and new[2] <= st.mu[j - 1]) or (j < k - 1 and new[3] >= st.mu[j + 1]):
             return False  # j1, j2 would not be adjacent: the reverse merge could not propose this state
-        if not np.all(np.isfinite(new)) or new[0] <= 0 or new[1] <= 0 or new[4] <= 0 or new[5] <= 0:
-            return False
         members = np.flatnonzero(st.z == j)
         yj = self.y[members]
         lp1, lp2, ll = self._pair_alloc(yj, new)
@@ -295,16 +432,10 @@ class _Sampler:
         w1, w2 = float(st.w[j]), float(st.w[j + 1])
         mu1, mu2 = float(st.mu[j]), float(st.mu[j + 1])
         v1, v2 = float(st.s2[j]), float(st.s2[j + 1])
-        w = w1 + w2
-        mu = (w1 * mu1 + w2 * mu2) / w
-        s2 = (w1 * (mu1 * mu1 + v1) + w2 * (mu2 * mu2 + v2)) / w - mu * mu
-        if not s2 > 0:
-            return False
-        u1 = w1 / w
-        u2 = (mu - mu1) / (math.sqrt(s2) * math.sqrt(w2 / w1))
-        u3 = v1 * w1 / ((1.0 - u2 * u2) * s2 * w)
-        if not (0.0 < u1 < 1.0 and 0.0 < u2 < 1.0 and 0.0 < u3 < 1.0):
-            return False
+        inverse = merge_inverse(w1, w2, mu1, mu2, v1, v2)
+        if inverse is None:
+            return False  # rejected before any division: no split proposes tied means or a zero variance
+        w, mu, s2, u1, u2, u3 = inverse
         new = np.array([w1, w2, mu1, mu2, v1, v2])
         in1, in2 = st.z == j, st.z == j + 1
         members = np.flatnonzero(in1 | in2)
@@ -344,7 +475,10 @@ class _Sampler:
         if not 0.0 < wnew < 1.0:
             return False
         mu = pr["xi"] + rng.standard_normal() / math.sqrt(pr["kappa"])
-        s2 = 1.0 / max(float(rng.standard_gamma(pr["alpha"])) / st.beta, 1e-300)
+        draw = float(rng.standard_gamma(pr["alpha"]))
+        s2 = st.beta / draw if draw > 0.0 else math.inf  # 1/λ, λ ~ Gamma(α, β): the prior's draw
+        if not VARIANCE_FLOOR <= s2 < math.inf:
+            return False  # outside the (truncated) prior's support: a proposal the target gives density 0
         n_empty = int((np.bincount(st.z, minlength=k) == 0).sum())
         if not math.log(rng.random()) < self._log_birth_ratio(k, wnew, n_empty + 1):
             return False
@@ -432,7 +566,10 @@ def _rjmcmc_engine(
         the labelling, so no relabelling is done). ``extras["k_posterior"]`` (k_max,) is p(k | y) from
         all draws, ``extras["k_prior"]`` the prior; ``diagnostics["acceptance"]`` gives the acceptance
         rate of each move type; R̂ / ESS of k are in ``diagnostics["convergence"]``. ``sample_stats
-        ["total_log_likelihood"]`` holds log f(y | θ) per draw. Ctrl-C keeps the draws made so far.
+        ["total_log_likelihood"]`` holds log f(y | θ) per draw. ``diagnostics["collapsed"]`` lists components
+        whose variance sat at the floor (tied data; module docstring), [] when none. Means, variances, β and
+        log-likelihoods are in the data's units (the sampler runs on the standardised data). Ctrl-C keeps the
+        draws made so far.
 
     Examples
     --------
@@ -455,9 +592,12 @@ def _rjmcmc_engine(
     if init_k is not None:
         init_k = check_int("init_k", init_k, low=1, high=kmax, remedy="Pass a starting k within 1..max_components.")
     power = _check_power(prior_only)
-    y = model.check_data(data, name="data")
-    prior = model.prior(y)
+    raw = model.check_data(data, name="data")
+    units = DataUnits.of(raw)
+    y = units.standardise(raw)
+    prior = units.standard_prior(model, y)
     sampler = _Sampler(y, prior, kmax, power)
+    log_jacobian = -y.size * units.log_range  # log f(y | θ) in the data's units minus that of y'
 
     def init_fn(gen: torch.Generator) -> RJState:
         rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=gen).item()))
@@ -471,18 +611,20 @@ def _rjmcmc_engine(
         return st
 
     def step(st: RJState, gen: torch.Generator) -> tuple[RJState, float]:
-        return st, sampler.sweep(st)
+        return st, sampler.sweep(st) + power * log_jacobian
 
     def collect(st: RJState) -> dict[str, Any]:
         pad = np.full((3, kmax), np.nan)
-        pad[0, : st.k], pad[1, : st.k], pad[2, : st.k] = st.w, st.mu, st.s2
+        pad[0, : st.k] = st.w
+        pad[1, : st.k], pad[2, : st.k] = units.to_data(st.mu, st.s2)
         return {
             "k": np.int64(st.k),
-            "beta": np.float64(st.beta),
+            "beta": np.float64(units.to_data(np.zeros(1), np.array([st.beta]))[1][0]),
             "weights": pad[0],
             "means": pad[1],
             "variances": pad[2],
-            "log_likelihood": np.float64(sampler.observed_loglik(st).sum()),
+            "log_likelihood": np.float64(sampler.observed_loglik(st).sum() + log_jacobian),
+            "at_floor": np.int64((st.s2 <= COLLAPSED * VARIANCE_FLOOR).sum()),
         }
 
     run = run_sampler(
@@ -491,6 +633,12 @@ def _rjmcmc_engine(
     )
     draws = dict(run.draws)
     total_ll = draws.pop("log_likelihood")
+    at_floor = draws.pop("at_floor")
+    collapsed_share = float((at_floor > 0).mean())
+    collapsed = [] if collapsed_share == 0.0 else [{
+        "component": "any", "feature": "y", "relative_variance": VARIANCE_FLOOR, "weight": None,
+        "share_of_draws": collapsed_share, "most_at_floor": int(at_floor.max()),
+    }]
     ks = draws["k"]
     k_post = np.bincount(ks.ravel() - 1, minlength=kmax)[:kmax] / ks.size
     proposed = {m: sum(s.proposed[m] for s in run.final_states) for m in _MOVES}
@@ -512,7 +660,8 @@ def _rjmcmc_engine(
             "n_observations": int(y.size),
             "acceptance": acceptance,
             "proposed": proposed,
-            "prior": prior,
+            "prior": units.data_prior(prior),
+            "collapsed": collapsed,
             "prior_only": bool(prior_only),
             "storage": "weights/means/variances padded to max_components with NaN; first k slots, means increasing",
         },
@@ -521,6 +670,31 @@ def _rjmcmc_engine(
         hyperparameters=model.hyperparameters(),
     )
     post.check_convergence(["k"], warn=warn and run.trace.shape[0] > 1)
+    if collapsed and warn:
+        from latentfs.inference.mixture.em import CollapsedComponentWarning
+
+        warnings.warn(
+            f"rjmcmc on UnivariateMixtureK: in {collapsed_share:.0%} of the draws a component's variance sits at the "
+            f"floor σ² = 2^-104 R² (R the data's range; up to {int(at_floor.max())} components in one draw), the "
+            "σ⁻² prior's truncation is then no longer negligible, "
+            "components collapse onto tied values, where the model's likelihood has no bound, and p(k | y) "
+            "follows the ties. Jitter or de-round the data (add noise within its rounding), or use a prior that "
+            "bounds the variances (a larger precision_shape with a fixed beta_rate).",
+            CollapsedComponentWarning,
+            stacklevel=2,
+        )
+    variances = draws["variances"]
+    if warn and (np.isinf(variances).any() or (variances == 0.0).any() or not np.isfinite(draws["beta"]).all()):
+        from latentfs.core.data import DataWarning
+
+        warnings.warn(
+            f"rjmcmc on UnivariateMixtureK: the component variances in the data's units (range {units.describe()}) "
+            "are outside the float64 range and are reported as inf or 0 (β likewise); k, the weights and the means "
+            "were sampled on the standardised data and are unaffected. Divide the data by a constant to read the "
+            "variances.",
+            DataWarning,
+            stacklevel=2,
+        )
     return post
 
 
