@@ -319,8 +319,9 @@ class GaussianHMM(_HMMBase):
     ----------
     n_components : int
         K, the number of hidden states.
-    covariance_type : {"diag", "full"}
-        Diagonal covariances allow missing entries (NaN), which integrate out of g_k.
+    covariance_type : {"diag", "full"}, default "diag"
+        Diagonal covariances allow missing entries (NaN), which integrate out of g_k; a row entirely missing
+        keeps its step in the chain with g_k = 1 (its transition still counts). ``full`` refuses NaN.
     startprob_concentration, transition_concentration : float, default 1.0
         α_π and α_A.
     mean_prior, mean_precision, degrees_of_freedom, covariance_prior
