@@ -434,6 +434,15 @@ class EngineSpec:
     def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
         return dict(model.hyperparameters())
 
+    def finalize(self, post: Any, prep: Any, o: Options, outcome: Any) -> None:
+        """Last touches on the assembled result (a function of the result itself, such as a log-likelihood drawn
+        from it on first use; learned hyperparameters)."""
+
+    def settled(self, prep: Any, o: Options, state: Any) -> bool:
+        """Whether a run whose objective has stopped changing may stop (an engine refuses a stop on a plateau
+        that only looks converged: the symmetric saddle of a topic model)."""
+        return True
+
     # -- optimisers
     def n_starts(self, prep: Any, o: Options) -> int:
         return int(o.get("n_init", 1))
@@ -540,7 +549,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
                 degenerate=(lambda state: bool(spec.degenerate(prep, o, state))) if spec.rank_degenerate else None,
                 drop=spec.drop,
                 warn=spec.warn_unconverged(prep, o), desc=desc, remedies=spec.remedies, progress=o.get("progress"),
-                callback=spec.report(o),
+                callback=spec.report(o), settled=lambda state: spec.settled(prep, o, state),
             )
             flags = spec.degenerate(prep, o, outcome.run.state)
             common = outcome.diagnostics()
@@ -571,6 +580,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
         alignment=ex.alignment,
     )
     post.extras.update(ex.lazy_extras)
+    spec.finalize(post, prep, o, outcome)
     if spec.kind == "sampler":
         if ex.relabel is not None:
             post.align(*ex.relabel)

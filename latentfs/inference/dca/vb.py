@@ -50,9 +50,10 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, check_choice
-from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
+from latentfs.core.driver import OptimizerRun
+from latentfs.core.options import check_dtype, check_int
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
 from latentfs.inference.dca import vb_kernels
 from latentfs.inference.dca.common import (
@@ -67,10 +68,20 @@ from latentfs.inference.dca.common import (
     resolve_model,
 )
 from latentfs.inference.dca.hyper import gamma_update
-from latentfs.inference.dca.vb_result import _build_posterior, _pointwise_loglik
+from latentfs.inference.dca.vb_result import _pointwise_loglik, vb_export
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 
-__all__ = ["VBState", "vb_init", "vb_step", "vb_estep", "vb_doc_bound", "fit_vb", "restart_shape", "theta_stats"]
+__all__ = [
+    "DCAVB",
+    "VBState",
+    "vb_init",
+    "vb_step",
+    "vb_estep",
+    "vb_doc_bound",
+    "fit_vb",
+    "restart_shape",
+    "theta_stats",
+]
 
 THETA_UPDATES = ("chapter", "map", "full")
 
@@ -467,11 +478,6 @@ def _theta_from_stats(
     return group_normalise(shifted, groups)
 
 
-def _check_options(theta_update: str, inner_iters: Any, n_init: Any) -> None:
-    check_choice("theta_update", theta_update, THETA_UPDATES)
-    check_options(inner_iters=inner_iters, n_init=n_init)
-
-
 #: Relative change of a learned γ per cycle under which it counts as settled (the fit does not stop before).
 GAMMA_TOL = 1e-3
 
@@ -573,33 +579,122 @@ def _check_init(init: Any, model: DCAModel, data: DCAData, theta_update: str = "
     )
 
 
-def fit_vb(
-    model: DCAModel,
-    X: Any,
-    *,
-    theta_update: str = "chapter",
-    max_iter: int = 500,
-    tol: float = 1e-5,
-    inner_iters: int = 3,
-    doc_restart: bool | None = None,
-    n_init: int = 1,
-    seed: int | torch.Generator | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    empty_documents: str = "error",
-    progress: bool | None = None,
-    warn: bool = True,
-    init: VBState | None = None,
-    num_ll_draws: int = 100,
-    callback: Any = None,
-    learn_alpha: bool = False,
-    learn_beta: bool = False,
-    learn_after: int = 20,
-    persist: bool = True,
-    n_threads: int | None = None,
-    learn_gamma: bool = False,
-) -> Posterior:
-    """Fit a DCA model by mean-field VB (``latentfs.fit(model, X, method="vb", ...)``).
+@dataclass
+class VBTrack:
+    """What one start's run carries besides its state: the document bounds per cycle, its hyperparameters (learned
+    ones move) and their values per cycle."""
+
+    bounds: list[float]
+    hyper: dict[str, torch.Tensor]
+    hyper_trace: dict[str, list[Any]]
+
+
+@dataclass
+class VBPrep:
+    """What a DCA VB fit needs from its data, in memory or over a dask array's shards (:mod:`.vb_sharded`): the
+    resolved model, the r-th start, one cycle, and the final q(m) and Θ statistics of the result."""
+
+    model: DCAModel
+    theta_update: str
+    learn: tuple[str, ...]
+    learn_gamma: bool
+    learn_after: int
+    start_state: Any
+    cycle: Any
+    final: Any
+    dims: dict[str, tuple[str, ...]]
+    coords: dict[str, list[str]]
+    kept_documents: np.ndarray
+    doc_lengths: np.ndarray
+    groups: Any
+    hyper0: dict[str, torch.Tensor]
+    data: DCAData | None = None
+    shards: int | None = None
+
+
+def _doc_restart_option(name: str, value: Any) -> Any:
+    if value is not None and not isinstance(value, bool):
+        raise DataError(f"{name} must be True, False or None (automatic); got {value!r}.")
+    return value
+
+
+def _n_threads_option(name: str, value: Any) -> Any:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+        raise DataError(f"{name} must be None (automatic) or an integer >= 1; got {value!r}. Use 1 for one thread.")
+    return value
+
+
+def _learn_after_option(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise DataError(f"{name} must be a non-negative integer (cycles before learning starts); got {value!r}.")
+    return int(value)
+
+
+def _theta_update_option(name: str, value: Any) -> str:
+    return str(check_choice(name, value, THETA_UPDATES))
+
+
+def _flag(name: str, value: Any) -> Any:
+    return value  # learn_alpha / learn_beta / learn_gamma: checked against the model in prepare
+
+
+def _prepare_in_memory(model: DCAModel, X: Any, o: Options, learn: tuple[str, ...], learn_g: bool,
+                       doc_restart: bool) -> VBPrep:
+    from latentfs.inference.dca.hyper import vb_hyper_update
+
+    theta_update, inner_iters, learn_after = o.theta_update, o.inner_iters, o.learn_after
+    data = prepare(X, dtype=o.dtype, device=o.device, empty_documents=o.empty_documents)
+    model = resolve_model(model, data)
+    hyper0 = _hyper(model, data)
+    threads = vb_threads(o.n_threads, data, model.n_components)
+    init = o.init
+
+    def start_state(gen: torch.Generator, r: int) -> VBState:
+        if init is not None and r == 0:
+            return _check_init(init, model, data, theta_update)
+        return vb_init(model, data, gen, theta_update)
+
+    def cycle(s: VBState, track: VBTrack) -> tuple[VBState, float]:
+        bounds, h = track.bounds, track.hyper
+        if doc_restart:
+            s = VBState(doc_shape=restart_shape(model, h["alpha"], data.doc_lengths), topic_word=s.topic_word)
+        if learn and len(bounds) >= learn_after:
+            # while learning, every cycle starts from converged documents, so both Θ's statistics and the
+            # hyperparameter update see q(m) at its optimum (see converge_documents)
+            s = VBState(
+                doc_shape=converge_documents(model, data, s.doc_shape, s.topic_word, h, theta_update,
+                                             n_threads=threads),
+                topic_word=s.topic_word,
+            )
+        new, objective, bound = vb_step(
+            model, data, s, h, theta_update, inner_iters, "last" if doc_restart else "input", threads,
+            learn_gamma=learn_g and learns_gamma_at(len(bounds), learn_after),
+        )
+        bounds.append(bound)
+        if learn_g:
+            track.hyper_trace["gamma"].append(float(h["gamma"][0]))
+        if learn:
+            if len(bounds) > learn_after:
+                # learn from converged document shapes at the new Θ, not from a few updates after a restart
+                shapes = converge_documents(model, data, new.doc_shape, new.topic_word, h, theta_update,
+                                            n_threads=threads)
+                h.update(vb_hyper_update(model, shapes, h, learn))
+            for name in learn:
+                track.hyper_trace[name].append(h[name].cpu().numpy().copy())
+        return new, objective
+
+    def final(state: VBState, hyper: dict[str, torch.Tensor], fitted_model: DCAModel) -> tuple[Any, Any]:
+        # Θ statistics at the final a, so the reported q(Θ) matches the final document parameters
+        return theta_stats(fitted_model, data, state.doc_shape, state.topic_word, hyper, theta_update), state
+
+    dims, coords = dims_and_coords(model, data)
+    return VBPrep(model, theta_update, learn, learn_g, learn_after, start_state, cycle, final, dims, coords,
+                  kept_documents=data.counts.kept_documents, doc_lengths=data.counts.doc_lengths,
+                  groups=model_groups(model, data), hyper0=hyper0, data=data)
+
+
+class DCAVB(EngineSpec):
+    """DCA by mean-field VB (``latentfs.fit(model, X, method="vb", ...)``): a spec run by the one pipeline.
 
     Parameters
     ----------
@@ -620,7 +715,8 @@ def fit_vb(
         Reuters sample the warm-started scheme settles in visibly worse optima (held-out 0.05–0.1 nats per
         token lower), while restarts reach scikit-learn's batch optimum 5–8× sooner (benchmarks/RESULTS.md).
     n_init : int
-        Independent random starts; the one with the highest objective is returned.
+        Independent random starts, start r from the r-th generator spawned from ``seed``; the one with the
+        highest objective is returned.
     seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
     init : Posterior or VBState, optional
         Warm start: the result of an earlier VB fit of the same model on the same documents (its q(m) and q(Θ);
@@ -686,168 +782,147 @@ def fit_vb(
         ``extras["bound_trace"]`` the sum of document bounds per cycle (``trace`` is the monotone
         objective).
     """
-    from latentfs.inference.dca.hyper import check_learn, vb_hyper_update, with_hyperparameters
 
-    _check_options(theta_update, inner_iters, n_init)
-    max_iter, tol, n_init, seed, num_ll_draws, dtype, device, empty_documents = check_options(
-        max_iter=max_iter, tol=tol, n_init=n_init, seed=seed, num_ll_draws=num_ll_draws, dtype=dtype,
-        device=device, empty_documents=empty_documents,
-    )
-    if doc_restart is not None and not isinstance(doc_restart, bool):
-        raise DataError(f"doc_restart must be True, False or None (automatic); got {doc_restart!r}.")
-    if n_threads is not None and (
-        isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1
-    ):
-        raise DataError(
-            f"n_threads must be None (automatic) or an integer >= 1; got {n_threads!r}. Use 1 for one thread."
-        )
-    learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta)
-    learn_g = _check_learn_gamma(model, learn_gamma, theta_update)
-    if learn_g and doc_restart:
-        raise DataError(
-            "doc_restart=True with learn_gamma=True: documents restarted every cycle are not a coordinate step on "
-            "the bound that γ is learned on, and the bound can fall. Drop doc_restart (documents then continue "
-            "from the last cycle) or learn_gamma."
-        )
-    doc_restart = not learn_g if doc_restart is None else doc_restart
-    if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
-        raise DataError(
-            f"learn_after must be a non-negative integer (cycles before learning starts); got {learn_after!r}."
-        )
-    if model.groups is not None and theta_update == "full":
-        raise DataError(
-            "theta_update='full' is not available for a grouped model (groups=…); use theta_update='chapter' or 'map'."
-        )
-    from latentfs.core.shards import is_dask_array
+    method = "vb"
+    kind = "optimizer"
+    desc = "VB"
+    remedies = "raise max_iter, loosen tol, or use inner_iters > 1"
+    options = {
+        "theta_update": Option("chapter", _theta_update_option, "str", "how Θ is updated: 'chapter', 'map', 'full'"),
+        "max_iter": shared("max_iter", 500),
+        "tol": shared("tol", 1e-5),
+        "inner_iters": Option(3, lambda n, v: check_int(n, v, low=1), "int ≥ 1", "document updates per cycle"),
+        "doc_restart": Option(None, _doc_restart_option, "bool or None",
+                              "restart every document's shape at each cycle (None: unless γ is learned)"),
+        "n_init": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1", "independent random starts"),
+        "seed": shared("seed"),
+        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
+                        "float64 (default) or float32"),
+        "device": shared("device"),
+        "empty_documents": Option("error", lambda n, v: check_choice(n, v, ("error", "drop", "keep")), "str",
+                                  "what to do with documents without tokens: 'error', 'drop' or 'keep'"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+        "init": Option(None, None, "Posterior, VBState or None", "warm start: an earlier VB fit of the same model"),
+        "num_ll_draws": Option(100, lambda n, v: check_int(n, v, low=0, remedy="Pass num_ll_draws=0 to skip the "
+                                                           "pointwise log-likelihood, or e.g. 100."), "int ≥ 0",
+                               "draws from q for the pointwise log-likelihood (0: none)"),
+        "callback": shared("callback", meaning="called as callback(iteration, state, objective) after every cycle"),
+        "learn_alpha": Option(False, _flag, "bool", "learn α (empirical Bayes)"),
+        "learn_beta": Option(False, _flag, "bool", "learn GaP's β (empirical Bayes)"),
+        "learn_after": Option(20, _learn_after_option, "int ≥ 0", "cycles before hyperparameters are learned"),
+        "persist": Option(True, None, "bool", "dask input: keep every validated shard where it was computed"),
+        "n_threads": Option(None, _n_threads_option, "int ≥ 1 or None", "threads for the document updates"),
+        "learn_gamma": Option(False, _flag, "bool", "learn the symmetric topic–word prior γ (theta_update='full')"),
+    }
 
-    if is_dask_array(X):
-        if learn:
+    def describe(self, model_name: str) -> str:
+        return f"{model_name} VB"
+
+    def prepare(self, model: Any, X: Any, o: Options) -> VBPrep:
+        from latentfs.core.shards import is_dask_array
+        from latentfs.inference.dca.hyper import check_learn
+
+        theta_update = o.theta_update
+        learn = check_learn(model, learn_alpha=o.learn_alpha, learn_beta=o.learn_beta)
+        learn_g = _check_learn_gamma(model, o.learn_gamma, theta_update)
+        if learn_g and o.doc_restart:
             raise DataError(
-                f"learn_alpha/learn_beta are not available for a dask array X (got {sorted(learn)}); fit with "
-                "fixed hyperparameters, or learn them on an in-memory sample and pass them to the model."
+                "doc_restart=True with learn_gamma=True: documents restarted every cycle are not a coordinate step on "
+                "the bound that γ is learned on, and the bound can fall. Drop doc_restart (documents then continue "
+                "from the last cycle) or learn_gamma."
             )
-        if init is not None:
+        doc_restart = not learn_g if o.doc_restart is None else o.doc_restart
+        if model.groups is not None and theta_update == "full":
             raise DataError(
-                f"init is not available for a dask array X; got a {type(init).__name__}. Omit init (fit from seed)."
+                "theta_update='full' is not available for a grouped model (groups=…); use theta_update='chapter' or "
+                "'map'."
             )
-        if not isinstance(persist, bool):
-            raise DataError(f"persist must be True or False; got {persist!r}.")
-        from latentfs.inference.dca.vb_sharded import fit_vb_dask
-
-        return fit_vb_dask(
-            model, X, theta_update=theta_update, max_iter=max_iter, tol=tol, inner_iters=inner_iters,
-            doc_restart=doc_restart, n_init=n_init, seed=seed, dtype=dtype, device=device,
-            empty_documents=empty_documents, progress=progress, warn=warn, callback=callback, persist=persist,
-            learn_gamma=learn_g, learn_after=int(learn_after),
-        )
-    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
-    model = resolve_model(model, data)
-    hyper0 = _hyper(model, data)
-    threads = vb_threads(n_threads, data, model.n_components)
-
-    def restart_shape_for(h: dict[str, torch.Tensor]) -> torch.Tensor:
-        return restart_shape(model, h["alpha"], data.doc_lengths)
-
-    gens = chain_generators(seed, n_init, device)
-
-    def one(r: int) -> OptimizerRun:
-        if init is not None and r == 0:
-            state = _check_init(init, model, data, theta_update)
-        else:
-            state = vb_init(model, data, gens[r], theta_update)
-        bounds: list[float] = []
-        hyper = dict(hyper0)
-        hyper_trace: dict[str, list[Any]] = {name: [] for name in learn + (("gamma",) if learn_g else ())}
-
-        def step(
-            s: VBState, _bounds: list[float] = bounds, _h: dict[str, torch.Tensor] = hyper,
-            _trace: dict[str, list[Any]] = hyper_trace,
-        ) -> tuple[VBState, float]:
-            if doc_restart:
-                s = VBState(doc_shape=restart_shape_for(_h), topic_word=s.topic_word)
-            if learn and len(_bounds) >= learn_after:
-                # while learning, every cycle starts from converged documents, so both Θ's statistics and the
-                # hyperparameter update see q(m) at its optimum (see converge_documents)
-                s = VBState(
-                    doc_shape=converge_documents(model, data, s.doc_shape, s.topic_word, _h, theta_update,
-                                                 n_threads=threads),
-                    topic_word=s.topic_word,
-                )
-            new, objective, bound = vb_step(
-                model, data, s, _h, theta_update, inner_iters, "last" if doc_restart else "input", threads,
-                learn_gamma=learn_g and learns_gamma_at(len(_bounds), learn_after),
-            )
-            _bounds.append(bound)
-            if learn_g:
-                _trace["gamma"].append(float(_h["gamma"][0]))
+        if is_dask_array(X):
             if learn:
-                if len(_bounds) > learn_after:
-                    # learn from converged document shapes at the new Θ, not from a few updates after a restart
-                    shapes = converge_documents(model, data, new.doc_shape, new.topic_word, _h, theta_update,
-                                                n_threads=threads)
-                    _h.update(vb_hyper_update(model, shapes, _h, learn))
-                for name in learn:
-                    _trace[name].append(_h[name].cpu().numpy().copy())
-            return new, objective
+                raise DataError(
+                    f"learn_alpha/learn_beta are not available for a dask array X (got {sorted(learn)}); fit with "
+                    "fixed hyperparameters, or learn them on an in-memory sample and pass them to the model."
+                )
+            if o.init is not None:
+                raise DataError(
+                    f"init is not available for a dask array X; got a {type(o.init).__name__}. Omit init (fit from "
+                    "seed)."
+                )
+            if not isinstance(o.persist, bool):
+                raise DataError(f"persist must be True or False; got {o.persist!r}.")
+            from latentfs.inference.dca.vb_sharded import prepare_shards
 
-        def settled(s: VBState, _t: dict[str, list[Any]] = hyper_trace) -> bool:
-            # not at the symmetric saddle, and a learned γ has stopped moving
-            return components_separated(s.topic_word) and gamma_settled(_t.get("gamma"), learn_after)
+            return prepare_shards(model, X, o, learn_g, doc_restart)
+        return _prepare_in_memory(model, X, o, learn, learn_g, doc_restart)
 
-        run = run_optimizer(
-            state, step, max_iter=max_iter, tol=tol, desc=f"{type(model).__name__} VB", progress=progress, warn=False,
-            callback=callback, settled=settled,
-        )
-        run.info["bounds"] = np.asarray(bounds[: run.n_iter])
-        run.info["restart"] = r
-        run.info["hyper"] = hyper
-        run.info["hyper_trace"] = {name: np.asarray(v[: run.n_iter]) for name, v in hyper_trace.items()}
-        return run
+    def n_starts(self, prep: VBPrep, o: Options) -> int:
+        return int(o.n_init)
 
-    run, runs = run_restarts(n_init, one, warn=warn, desc=f"{type(model).__name__} VB",
-                             remedies="raise max_iter, loosen tol, or use inner_iters > 1")
-    hyper = run.info["hyper"]
-    learned = learn + (("gamma",) if learn_g else ())
-    if learned:
-        model = with_hyperparameters(model, **{name: hyper[name] for name in learn},
-                                     **({"gamma": float(hyper["gamma"][0])} if learn_g else {}))
-    post = _to_posterior(model, data, run, theta_update, hyper, num_ll_draws, gens[0], [r.objective for r in runs])
-    flag_saddle(post, run.state.topic_word, warn=warn, n_iter=run.n_iter)
-    if learned:
-        post.hyperparameters["learned"] = list(learned)
-        for name, values in run.info["hyper_trace"].items():
-            post.extras[f"{name}_trace"] = values
-    return post
+    def start(self, prep: VBPrep, o: Options, gen: torch.Generator, index: int) -> Any:
+        hyper = dict(prep.hyper0)  # this start's hyperparameters (learned ones move)
+        names = prep.learn + (("gamma",) if prep.learn_gamma else ())
+        return prep.start_state(gen, index), VBTrack([], hyper, {name: [] for name in names})
+
+    def step(self, prep: VBPrep, o: Options, state: Any) -> tuple[Any, float]:
+        inner, track = state
+        new, objective = prep.cycle(inner, track)
+        return (new, track), objective
+
+    def settled(self, prep: VBPrep, o: Options, state: Any) -> bool:
+        # not at the symmetric saddle, and a learned γ has stopped moving
+        inner, track = state
+        return components_separated(inner.topic_word) and gamma_settled(track.hyper_trace.get("gamma"),
+                                                                        prep.learn_after)
+
+    def report(self, o: Options) -> Any:
+        callback = o.callback
+        return None if callback is None else (lambda it, state, value: callback(it, state[0], value))
+
+    def _fitted_model(self, prep: VBPrep, hyper: dict[str, torch.Tensor]) -> DCAModel:
+        from latentfs.inference.dca.hyper import with_hyperparameters
+
+        if not (prep.learn or prep.learn_gamma):
+            return prep.model
+        return with_hyperparameters(prep.model, **{name: hyper[name] for name in prep.learn},
+                                    **({"gamma": float(hyper["gamma"][0])} if prep.learn_gamma else {}))
+
+    def hyperparameters(self, model: Any, prep: VBPrep, o: Options) -> dict[str, Any]:
+        return dict(prep.model.hyperparameters())  # the learned values replace these in finalize
+
+    def export(self, prep: VBPrep, o: Options, outcome: Any) -> Export:
+        run = outcome.run
+        inner, track = run.state
+        fitted = self._fitted_model(prep, track.hyper)
+        stats, state = prep.final(inner, track.hyper, fitted)
+        bounds = np.asarray(track.bounds[: run.n_iter])
+        kept = OptimizerRun(state, run.trace, run.converged, run.interrupted, run.n_iter, run.info)
+        ex = vb_export(fitted, kept, prep.theta_update, track.hyper, stats=stats, a=state.doc_shape, dims=prep.dims,
+                       coords=prep.coords, kept_documents=prep.kept_documents, doc_lengths=prep.doc_lengths,
+                       groups=prep.groups, bounds=bounds)
+        if prep.shards is not None:
+            ex.diagnostics["shards"] = prep.shards
+        return ex
+
+    def finalize(self, post: Any, prep: VBPrep, o: Options, outcome: Any) -> None:
+        run = outcome.run
+        inner, track = run.state
+        fitted = self._fitted_model(prep, track.hyper)
+        post.hyperparameters = dict(fitted.hyperparameters())
+        if prep.data is not None and o.num_ll_draws > 0:
+            data, n = prep.data, o.num_ll_draws
+            # computed on first use (ArviZ export, LOO), not at every fit
+            post.log_likelihood = lambda: _pointwise_loglik(fitted, data, post, n)
+        flag_saddle(post, inner.topic_word, warn=o.warn, n_iter=run.n_iter)
+        learned = prep.learn + (("gamma",) if prep.learn_gamma else ())
+        if learned:
+            post.hyperparameters["learned"] = list(learned)
+            for name, values in track.hyper_trace.items():
+                post.extras[f"{name}_trace"] = np.asarray(values[: run.n_iter])
 
 
-def _to_posterior(
-    model: DCAModel,
-    data: DCAData,
-    run: Any,
-    theta_update: str,
-    hyper: dict[str, torch.Tensor],
-    num_ll_draws: int,
-    generator: torch.Generator,
-    restart_objectives: list[float],
-) -> Posterior:
-    state: VBState = run.state
-    # Θ statistics at the final a, so the reported q(Θ) matches the final document parameters.
-    stats = theta_stats(model, data, state.doc_shape, state.topic_word, hyper, theta_update)
-    dims, coords = dims_and_coords(model, data)
-    made: list[Posterior] = []
-    post = _build_posterior(
-        model, run, theta_update, hyper, restart_objectives, stats=stats, a=state.doc_shape, dims=dims,
-        coords=coords, kept_documents=data.counts.kept_documents, doc_lengths=data.counts.doc_lengths,
-        groups=model_groups(model, data),
-        # computed on first use (ArviZ export, LOO), not at every fit
-        log_likelihood=(lambda: _pointwise_loglik(model, data, made[0], num_ll_draws)) if num_ll_draws > 0 else None,
-    )
-    made.append(post)
-    return post
-
-
-register(DirichletDCA, "vb")(fit_vb)
-register(GammaPoissonDCA, "vb")(fit_vb)
+#: the spec, callable as ``fit_vb(model, X, **options)`` (the pipeline runs it)
+fit_vb = register_spec(DCAVB(), DirichletDCA, GammaPoissonDCA)
 
 
 def state_from_posterior(post: Posterior, theta_update: str = "chapter") -> VBState:

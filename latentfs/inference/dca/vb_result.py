@@ -1,6 +1,6 @@
 """The result of a DCA VB fit: the fitted q(Θ) and q(latent) as a :class:`~latentfs.core.results.Posterior`
 (draws, exports and the pointwise log-likelihood are made from them when asked), shared by the in-memory fit
-(:mod:`.vb`) and the dask fit (:mod:`.vb_sharded`)."""
+(:mod:`.vb`) and the dask fit's data side (:mod:`.vb_sharded`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from latentfs.core.pipeline import Export
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import DCAData, DCAModel, doc_loglik, group_normalise
 from latentfs.models.dca import DirichletDCA
@@ -16,12 +17,11 @@ from latentfs.models.dca import DirichletDCA
 __all__: list[str] = []
 
 
-def _build_posterior(
+def vb_export(
     model: DCAModel,
     run: Any,
     theta_update: str,
     hyper: dict[str, torch.Tensor],
-    restart_objectives: list[float],
     *,
     stats: torch.Tensor,
     a: torch.Tensor,
@@ -30,8 +30,9 @@ def _build_posterior(
     kept_documents: np.ndarray,
     doc_lengths: np.ndarray,
     groups: torch.Tensor | None,
-    log_likelihood: Any = None,
-) -> Posterior:
+    bounds: np.ndarray,
+) -> Export:
+    """What a DCA VB result holds (the pipeline adds the run's bookkeeping: converged, n_iter, restarts)."""
     state = run.state
     gamma = hyper["gamma"]
     to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
@@ -51,35 +52,25 @@ def _build_posterior(
         doc_spec: dict[str, Any] = {"family": "dirichlet", "concentration": to_np(a)}
     else:
         doc_spec = {"family": "gamma", "concentration": to_np(a), "rate": to_np((1 + hyper["beta"]).expand_as(a))}
-    post: Posterior = Posterior(
-        model=type(model).__name__,
-        method="vb",
+    return Export(
         dims=dims,
         coords=coords,
         trace=run.trace,
         fitted={"topic_word": theta_spec, model.doc_site: doc_spec},
         diagnostics={
-            "converged": run.converged,
-            "interrupted": run.interrupted,
-            "n_iter": run.n_iter,
             "objective": run.objective,
-            "bound": float(run.info["bounds"][-1]) if run.info["bounds"].size else None,
+            "bound": float(bounds[-1]) if bounds.size else None,
             "theta_update": theta_update,
-            "restart_objectives": restart_objectives,
-            "best_restart": run.info["restart"],
             "observation_dim": "document",
         },
         extras={
             "component_counts": to_np(a - hyper["alpha"]),
-            "bound_trace": run.info["bounds"],
+            "bound_trace": bounds,
             "kept_documents": kept_documents,
             "doc_lengths": doc_lengths,
             **extra_theta,
         },
-        hyperparameters=model.hyperparameters(),
-        log_likelihood=log_likelihood,
     )
-    return post
 
 
 def _pointwise_loglik(model: DCAModel, data: DCAData, post: Posterior, n: int) -> np.ndarray:

@@ -1,9 +1,10 @@
-"""DCA mean-field VB on a dask array: one task per row shard (the Notes of :func:`latentfs.inference.dca.vb.fit_vb`).
+"""The data side of DCA mean-field VB on a dask array: one task per row shard (the Notes of
+:class:`latentfs.inference.dca.vb.DCAVB`, the one engine, run by the one pipeline).
 
 Each cycle runs the document half of :func:`~latentfs.inference.dca.vb.vb_estep` as one task per shard; the
 tasks return the additive Θ statistics and bound, the driver sums them (a tree reduction) and updates Θ, and
 each shard's document shapes stay with it. Every shard is validated inside its task and no shard's counts are
-gathered into the driver. ``fit_vb`` calls :func:`fit_vb_dask` when ``X`` is a dask array.
+gathered into the driver. The spec's ``prepare`` calls :func:`prepare_shards` when ``X`` is a dask array.
 """
 
 from __future__ import annotations
@@ -15,18 +16,14 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
 from latentfs.core.relabel import component_labels
-from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import DCAData, DCAModel, model_groups, prepare, resolve_model
-from latentfs.inference.dca.hyper import gamma_update, with_hyperparameters
+from latentfs.inference.dca.hyper import gamma_update
 from latentfs.inference.dca.vb import (
+    VBPrep,
     VBState,
     _hyper,
     _theta_from_stats,
-    components_separated,
-    flag_saddle,
-    gamma_settled,
     init_topic_word,
     learns_gamma_at,
     restart_shape,
@@ -34,10 +31,9 @@ from latentfs.inference.dca.vb import (
     theta_stats,
     vb_estep,
 )
-from latentfs.inference.dca.vb_result import _build_posterior
 from latentfs.models.dca import DirichletDCA
 
-__all__ = ["ShardedVBState", "fit_vb_dask"]
+__all__ = ["ShardedVBState", "prepare_shards"]
 
 @dataclass(frozen=True)
 class _CorpusSummary:
@@ -108,35 +104,18 @@ def _shard_final(
     return theta_stats(model, data, a, theta, h, theta_update).cpu().numpy(), a.cpu().numpy()
 
 
-def fit_vb_dask(
-    model: DCAModel,
-    X: Any,
-    *,
-    theta_update: str,
-    max_iter: int,
-    tol: float,
-    inner_iters: int,
-    doc_restart: bool,
-    n_init: int,
-    seed: int | torch.Generator | None,
-    dtype: torch.dtype,
-    device: str | torch.device,
-    empty_documents: str,
-    progress: bool | None,
-    warn: bool,
-    callback: Any,
-    persist: bool,
-    learn_gamma: bool = False,
-    learn_after: int = 20,
-) -> Posterior:
-    """:func:`fit_vb` on a dask array (its Notes): the same cycles, with the document half as shard tasks; γ is
-    learned in the driver from the summed statistics, on the in-memory schedule."""
+def prepare_shards(model: DCAModel, X: Any, o: Any, learn_gamma: bool, doc_restart: bool) -> VBPrep:
+    """The data side of the DCA VB spec (:class:`~latentfs.inference.dca.vb.DCAVB`) on a dask array (module
+    docstring): the shards validated (and persisted) once, one cycle's document half as one task per shard with
+    Θ's statistics and the bounds summed in a tree, γ learned in the driver from the summed statistics, and the
+    final q(m) gathered at the end."""
     import warnings
 
     from latentfs.core import shards
-    from latentfs.core.data import DataWarning, check_choice
+    from latentfs.core.data import DataWarning
 
-    check_choice("empty_documents", empty_documents, ("error", "drop", "keep"))
+    theta_update, inner_iters, learn_after = o.theta_update, o.inner_iters, o.learn_after
+    dtype, device, empty_documents = o.dtype, o.device, o.empty_documents
     blocks, starts = shards.row_shards(X)
     stops = starts[1:] + [int(X.shape[0])]
     dev = str(device)
@@ -145,7 +124,7 @@ def fit_vb_dask(
         task(_shard_prepare, i, lo, hi, block, empty_documents, dtype, dev)
         for i, (block, lo, hi) in enumerate(zip(blocks, starts, stops, strict=True))
     ]
-    if persist:
+    if o.persist:
         prepared = shards.persist(prepared)
     summaries = shards.compute(*[shards.delayed(_shard_summary, pure=True)(p) for p in prepared])
     n_features = {int(s[0]) for s in summaries}
@@ -163,7 +142,7 @@ def fit_vb_dask(
             f"dropped {dropped.size} empty document(s) of X (rows {shown}); extras['kept_documents'] maps the "
             "remaining rows to the input.",
             DataWarning,
-            stacklevel=3,
+            stacklevel=5,
         )
     summary = _CorpusSummary(
         n_documents=int(lengths_np.size), n_features=J,
@@ -171,79 +150,59 @@ def fit_vb_dask(
     )
     as_data: Any = summary  # duck-typed DCAData: sizes and lengths only
     model = resolve_model(model, as_data)
-    hyper = _hyper(model, as_data)
-    hyper_np = {k: v.cpu().numpy() for k, v in hyper.items()}
+    hyper0 = _hyper(model, as_data)
+    hyper_np = {k: v.cpu().numpy() for k, v in hyper0.items()}
     groups = model_groups(model, as_data)
-    gens = chain_generators(seed, n_init, device)
     estep = shards.delayed(shards.shard_task, nout=3, pure=False)
     bound_at = "last" if doc_restart else "input"
 
-    def one(r: int) -> OptimizerRun:
-        theta0 = init_topic_word(
-            model, J, summary.doc_lengths.sum(), gens[r], theta_update, dtype=dtype, device=device
-        )
+    def start_state(gen: torch.Generator, r: int) -> ShardedVBState:
+        theta0 = init_topic_word(model, J, summary.doc_lengths.sum(), gen, theta_update, dtype=dtype, device=device)
         if doc_restart:
             shapes: list[Any] = [None] * len(prepared)
         else:  # the chapter's schedule: each shard's shapes persist from cycle to cycle, on its worker
             start = shards.delayed(_shard_start, pure=True)
             shapes = [start(p, model, hyper_np) for p in prepared]
-        bounds: list[float] = []
-        h = dict(hyper)  # this start's hyperparameters (γ may be learned)
-        gamma_trace: list[float] = []
+        return ShardedVBState(doc_shape=shapes, topic_word=theta0)
 
-        def step(s: ShardedVBState) -> tuple[ShardedVBState, float]:
-            theta_key = shards.wrap(s.topic_word.cpu().numpy())
-            outs = [
-                estep(_shard_estep, i, lo, hi, p, None if doc_restart else a, model, theta_key, hyper_np,
-                      theta_update, inner_iters, bound_at)
-                for i, (p, a, lo, hi) in enumerate(zip(prepared, s.doc_shape, starts, stops, strict=True))
-            ]
-            # the new shapes stay with their shard (persisted on its own: the shard's S is not kept with it); S
-            # and the bounds are summed in a tree of tasks on the workers and only the totals reach the driver
-            *kept_outs, stats_total, bound_total = shards.persist(
-                [o[2] for o in outs] + [shards.tree_sum([o[0] for o in outs]), shards.tree_sum([o[1] for o in outs])]
-            )
-            stats_np, bound_value = shards.compute(stats_total, bound_total)
-            stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
-            bound = float(bound_value)
-            objective = bound + float(theta_objective(s.topic_word, h["gamma"], theta_update))
-            if learn_gamma and learns_gamma_at(len(bounds), learn_after):
-                h["gamma"] = torch.full_like(h["gamma"], gamma_update(stats, float(h["gamma"][0])))
-            bounds.append(bound)
-            if learn_gamma:
-                gamma_trace.append(float(h["gamma"][0]))
-            theta = _theta_from_stats(stats, h["gamma"], theta_update, groups)
-            return ShardedVBState(doc_shape=kept_outs, topic_word=theta), objective
-
-        run = run_optimizer(
-            ShardedVBState(doc_shape=shapes, topic_word=theta0), step, max_iter=max_iter, tol=tol,
-            desc=f"{type(model).__name__} VB (dask)", progress=progress, warn=False, callback=callback,
-            settled=lambda s: (components_separated(s.topic_word)
-                               and gamma_settled(gamma_trace if learn_gamma else None, learn_after)),
+    def cycle(s: ShardedVBState, track: Any) -> tuple[ShardedVBState, float]:
+        bounds, h = track.bounds, track.hyper
+        theta_key = shards.wrap(s.topic_word.cpu().numpy())
+        outs = [
+            estep(_shard_estep, i, lo, hi, p, None if doc_restart else a, model, theta_key, hyper_np,
+                  theta_update, inner_iters, bound_at)
+            for i, (p, a, lo, hi) in enumerate(zip(prepared, s.doc_shape, starts, stops, strict=True))
+        ]
+        # the new shapes stay with their shard (persisted on its own: the shard's S is not kept with it); S and the
+        # bounds are summed in a tree of tasks on the workers and only the totals reach the driver
+        *kept_outs, stats_total, bound_total = shards.persist(
+            [o[2] for o in outs] + [shards.tree_sum([o[0] for o in outs]), shards.tree_sum([o[1] for o in outs])]
         )
-        run.info["bounds"] = np.asarray(bounds[: run.n_iter])
-        run.info["restart"] = r
-        run.info["hyper"] = h
-        run.info["gamma_trace"] = np.asarray(gamma_trace[: run.n_iter])
-        return run
+        stats_np, bound_value = shards.compute(stats_total, bound_total)
+        stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
+        bound = float(bound_value)
+        objective = bound + float(theta_objective(s.topic_word, h["gamma"], theta_update))
+        if learn_gamma and learns_gamma_at(len(bounds), learn_after):
+            h["gamma"] = torch.full_like(h["gamma"], gamma_update(stats, float(h["gamma"][0])))
+        bounds.append(bound)
+        if learn_gamma:
+            track.hyper_trace["gamma"].append(float(h["gamma"][0]))
+        theta = _theta_from_stats(stats, h["gamma"], theta_update, groups)
+        return ShardedVBState(doc_shape=kept_outs, topic_word=theta), objective
 
-    run, runs = run_restarts(n_init, one, warn=warn, desc=f"{type(model).__name__} VB",
-                             remedies="raise max_iter, loosen tol, or use inner_iters > 1")
-    final: ShardedVBState = run.state
-    hyper = run.info["hyper"]
-    hyper_np = {k: v.cpu().numpy() for k, v in hyper.items()}
-    if learn_gamma:
-        model = with_hyperparameters(model, gamma=float(hyper["gamma"][0]))
-    theta_key = shards.wrap(final.topic_word.cpu().numpy())
-    fin = shards.delayed(shards.shard_task, nout=2, pure=False)
-    outs = [
-        fin(_shard_final, i, lo, hi, p, a, model, theta_key, hyper_np, theta_update)
-        for i, (p, a, lo, hi) in enumerate(zip(prepared, final.doc_shape, starts, stops, strict=True))
-    ]
-    stats_np, a_parts = shards.compute(shards.tree_sum([o[0] for o in outs]), [o[1] for o in outs])
-    stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
-    a_all = torch.as_tensor(np.concatenate(a_parts), dtype=dtype, device=device)
-    run.state = VBState(doc_shape=a_all, topic_word=final.topic_word)
+    def final(state: ShardedVBState, hyper: dict[str, torch.Tensor], fitted: DCAModel) -> tuple[Any, VBState]:
+        final_np = {k: v.cpu().numpy() for k, v in hyper.items()}
+        theta_key = shards.wrap(state.topic_word.cpu().numpy())
+        fin = shards.delayed(shards.shard_task, nout=2, pure=False)
+        outs = [
+            fin(_shard_final, i, lo, hi, p, a, fitted, theta_key, final_np, theta_update)
+            for i, (p, a, lo, hi) in enumerate(zip(prepared, state.doc_shape, starts, stops, strict=True))
+        ]
+        stats_np, a_parts = shards.compute(shards.tree_sum([o[0] for o in outs]), [o[1] for o in outs])
+        stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
+        a_all = torch.as_tensor(np.concatenate(a_parts), dtype=dtype, device=device)
+        return stats, VBState(doc_shape=a_all, topic_word=state.topic_word)
+
     dims: dict[str, tuple[str, ...]] = {
         "topic_word": ("component", "feature"),
         model.doc_site: ("document", "component"),
@@ -253,16 +212,8 @@ def fit_vb_dask(
         "feature": [f"w{j}" for j in range(J)],
         "document": [f"doc{i}" for i in kept],
     }
-    post = _build_posterior(
-        model, run, theta_update, hyper, [r.objective for r in runs], stats=stats, a=a_all, dims=dims,
-        coords=coords, kept_documents=kept, doc_lengths=lengths_np, groups=groups,
-    )
-    post.diagnostics["shards"] = len(prepared)
-    flag_saddle(post, final.topic_word, warn=warn, n_iter=run.n_iter)
-    if learn_gamma:
-        post.hyperparameters["learned"] = ["gamma"]
-        post.extras["gamma_trace"] = run.info["gamma_trace"]
-    return post
+    return VBPrep(model, theta_update, (), learn_gamma, learn_after, start_state, cycle, final, dims, coords,
+                  kept_documents=kept, doc_lengths=lengths_np, groups=groups, hyper0=hyper0, shards=len(prepared))
 
 
 def _shard_start(data: DCAData, model: DCAModel, hyper: dict[str, np.ndarray]) -> torch.Tensor:
