@@ -9,7 +9,12 @@ one with its meaning.
 
 from __future__ import annotations
 
-__all__ = ["DIAGNOSTICS", "describe"]
+__all__ = ["DIAGNOSTICS", "CollapsedComponentWarning", "describe"]
+
+
+class CollapsedComponentWarning(UserWarning):
+    """A fit kept a component (a mixture component, an HMM state) whose variance sits at the regularisation
+    floor: a degenerate maximiser, listed in ``diagnostics["collapsed"]``."""
 
 #: key -> meaning
 DIAGNOSTICS: dict[str, str] = {

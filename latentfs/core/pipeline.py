@@ -379,7 +379,8 @@ class Export:
     parameters or variational factors, ``draws`` for a sampler's), ``extras``, the pointwise ``log_likelihood``
     (an array, or a function computed on first use), the engine's own ``diagnostics`` and ``sample_stats``, and
     ``lazy_extras`` set on the result after it is made (dask arrays stay lazy). ``relabel`` names the site and
-    dimension a sampler's draws are relabelled on (jointly with every other component-indexed global site);
+    dimension a sampler's draws are relabelled on (jointly with every other component-indexed global site;
+    ``relabel_also`` names dims that index the same components, such as a transition matrix's destination);
     ``alignment`` records an alignment the engine made itself (factor loadings are aligned by rotation, not by
     permutation)."""
 
@@ -393,6 +394,7 @@ class Export:
     sample_stats: dict[str, np.ndarray] | None = None
     lazy_extras: dict[str, Any] = field(default_factory=dict)
     relabel: tuple[str, str] | None = None
+    relabel_also: tuple[str, ...] = ()
     trace: np.ndarray | None = None
     alignment: dict[str, Any] | None = None
 
@@ -583,6 +585,6 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
     spec.finalize(post, prep, o, outcome)
     if spec.kind == "sampler":
         if ex.relabel is not None:
-            post.align(*ex.relabel)
+            post.align(*ex.relabel, also=ex.relabel_also)
         post.check_convergence(warn=o.get("warn", True))
     return post

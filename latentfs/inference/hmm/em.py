@@ -18,15 +18,16 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, check_choice
-from latentfs.core.driver import make_generator, run_optimizer, run_restarts
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.diagnostics import CollapsedComponentWarning
+from latentfs.core.options import check_float, check_int
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, run_starts, shared
+from latentfs.core.registry import register_spec
 from latentfs.inference.hmm.family import HMMFamily, check_optimizer_options, prepare
 from latentfs.inference.hmm.forward_backward import ForwardBackward, forward_backward
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM
 
-__all__ = ["INITIALISATIONS", "em_step", "fit_em", "initial_params", "m_step"]
+__all__ = ["HMMEM", "HMM_OPTIONS", "INITIALISATIONS", "collapsed_states", "em_step", "fit_em", "initial_params",
+           "m_step"]
 
 INITIALISATIONS = ("kmeans", "random")
 
@@ -128,59 +129,53 @@ def fit_em(
     progress: bool | None = None,
     callback: Any = None,
 ) -> dict[str, Any]:
-    """Baum–Welch with restarts on a prepared family; the run with the highest final ℓ is kept."""
+    """Baum–Welch with restarts on a prepared family (start r from the r-th generator spawned from ``seed``); the
+    run with the highest final ℓ is kept. The same starts and steps as ``latentfs.fit(model, X, method="em")``."""
+    opts = check_optimizer_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed, reg_covar=reg_covar)
+    reg = _floor(fam, opts["reg_covar"])
+    out = run_starts(lambda gen: initial_params(fam, init, gen, reg), lambda p: em_step(fam, p, reg),
+                     n_init=1 if isinstance(init, dict) else int(n_init), seed=seed, max_iter=max_iter, tol=tol,
+                     warn=warn, desc=f"EM {type(fam.model).__name__}", progress=progress, callback=callback,
+                     remedies="raise max_iter, loosen tol, or raise n_init")
+    best = out.run
+    return {"params": best.state, "run": best, "runs": out.runs, "fb": e_step(fam, best.state), "reg": reg}
+
+
+def _floor(fam: HMMFamily, reg_covar: float) -> Any:
+    """The emission variance floor: relative to each column's variance, so a fit of c·X is the fit of X scaled (an
+    absolute 1e-6 floor decoded the states of daily returns × 1e-8 at chance); as given for categorical emissions."""
     from latentfs.inference.mixture.families import scaled_reg
 
-    opts = check_optimizer_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed, reg_covar=reg_covar)
-    # the floor is relative to each column's variance, so a fit of c·X is the fit of X scaled (an absolute 1e-6
-    # floor decoded the states of daily returns × 1e-8 at chance)
-    reg: Any = scaled_reg(fam.emission, opts["reg_covar"]) if not fam.categorical else opts["reg_covar"]
-    gen = make_generator(seed)
-
-    def one(_: int) -> Any:
-        return run_optimizer(
-            initial_params(fam, init, gen, reg),
-            lambda p: em_step(fam, p, reg),
-            max_iter=max_iter,
-            tol=tol,
-            desc=f"EM {type(fam.model).__name__}",
-            progress=progress,
-            warn=False,
-            callback=callback,
-        )
-
-    best, runs = run_restarts(1 if isinstance(init, dict) else int(n_init), one, warn=warn,
-                              desc=f"EM {type(fam.model).__name__}",
-                              remedies="raise max_iter, loosen tol, or raise n_init")
-    return {"params": best.state, "run": best, "runs": runs, "fb": e_step(fam, best.state), "reg": reg}
+    return scaled_reg(fam.emission, reg_covar) if not fam.categorical else reg_covar
 
 
-def _collapsed_states(fam: HMMFamily, out: dict[str, Any], reg_covar: float, warn: bool) -> list[dict[str, Any]] | None:
-    """States whose emission variance sits at the floor (None for categorical emissions), with a warning.
+def collapsed_states(fam: HMMFamily, params: dict[str, Any], reg: Any, reg_covar: float) -> list[dict[str, Any]]:
+    """States whose emission variance sits at the floor ([] for categorical emissions).
 
     A state on rows that tie (returns of exactly 0 on market holidays) has a likelihood limited only by the
     floor: a degenerate maximiser, not a better fit, which information criteria would reward (the mixture
     family's check, :func:`latentfs.inference.mixture.em.collapsed_components`, on the emission parameters)."""
     if fam.categorical:
-        return None
-    from latentfs.inference.mixture.em import CollapsedComponentWarning, collapsed_components
+        return []
+    from latentfs.inference.mixture.em import collapsed_components
 
-    found = collapsed_components(fam.emission, out["params"]["emission"], out["reg"], reg_covar)
+    found = collapsed_components(fam.emission, params["emission"], reg, reg_covar)
     for entry in found:
         entry["state"] = entry.pop("component")
-    if found and warn:
-        parts = "; ".join(f"state {c['state']} has variance {c['relative_variance']:.2g} × the column variance "
-                          f"along {c['feature']!r}" for c in found)
-        warnings.warn(
-            f"EM kept a fit with collapsed state(s): {parts}. Such a state sits on rows that tie in that feature "
-            "(exact zeros, a rounded or censored value) and its likelihood is limited only by reg_covar="
-            f"{reg_covar:g}: a degenerate maximiser, not a better fit, and its log-likelihood and BIC are "
-            "inflated. Use fewer states, a larger reg_covar, add jitter to the tied values, or method='vb' / "
-            "'gibbs' with a proper prior.",
-            CollapsedComponentWarning,
-            stacklevel=3,
-        )
     return found
+
+
+def collapse_message(found: list[dict[str, Any]], reg_covar: float) -> str:
+    """The warning of :func:`collapsed_states`: which state, which feature, the remedies."""
+    parts = "; ".join(f"state {c['state']} has variance {c['relative_variance']:.2g} × the column variance "
+                      f"along {c['feature']!r}" for c in found)
+    return (
+        f"EM kept a fit with collapsed state(s): {parts}. Such a state sits on rows that tie in that feature "
+        "(exact zeros, a rounded or censored value) and its likelihood is limited only by reg_covar="
+        f"{reg_covar:g}: a degenerate maximiser, not a better fit, and its log-likelihood and BIC are "
+        "inflated. Use fewer states, a larger reg_covar, add jitter to the tied values, or method='vb' / "
+        "'gibbs' with a proper prior."
+    )
 
 
 def information_criteria(loglik: float, n_params: int, n: int) -> dict[str, float]:
@@ -188,22 +183,31 @@ def information_criteria(loglik: float, n_params: int, n: int) -> dict[str, floa
     return {"aic": -2 * loglik + 2 * n_params, "bic": -2 * loglik + n_params * math.log(n)}
 
 
-def _em_engine(
-    model: Any,
-    data: Any,
-    *,
-    lengths: Any = None,
-    n_init: int = 3,
-    init: Any = None,
-    reg_covar: float = 1e-6,
-    max_iter: int = 1000,
-    tol: float = 1e-6,
-    seed: Any = 0,
-    warn: bool = True,
-    progress: bool | None = None,
-    callback: Any = None,
-    device: str | torch.device = "cpu",
-) -> Posterior:
+def _init_option(name: str, value: Any) -> Any:
+    if value is None or isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        raise DataError(f"init must be one of {list(INITIALISATIONS)} or a dict of starting values; got {value!r}.")
+    return check_choice(name, value, INITIALISATIONS)
+
+
+#: The options the HMM optimisers share (EM adds reg_covar).
+HMM_OPTIONS: dict[str, Option] = {
+    "lengths": Option(None, None, "sequence of int or None", "lengths of the sequences concatenated in the data"),
+    "n_init": Option(3, lambda n, v: check_int(n, v, low=1, remedy="Pass n_init=1 or more restarts."), "int ≥ 1",
+                     "restarts; the best final objective is kept"),
+    "init": Option(None, _init_option, "str, dict or None", "'kmeans', 'random', or starting values"),
+    "max_iter": shared("max_iter", 1000),
+    "tol": shared("tol", 1e-6),
+    "seed": shared("seed"),
+    "warn": shared("warn"),
+    "progress": shared("progress"),
+    "callback": shared("callback"),
+    "device": shared("device"),
+}
+
+
+class HMMEM(EngineSpec):
     """Maximum likelihood by Baum–Welch EM with restarts (:func:`latentfs.fit` with ``method="em"``).
 
     Parameters
@@ -212,7 +216,8 @@ def _em_engine(
         Lengths of the sequences concatenated in ``data`` (hmmlearn's convention); omit it when ``data``
         is a list of arrays (one per sequence) or a single sequence.
     n_init : int
-        Restarts; the run with the highest final log-likelihood is kept.
+        Restarts, start r drawn from the r-th generator spawned from ``seed``; the run with the highest final
+        log-likelihood is kept, a run with a collapsed state only when every run has one.
     init : {"kmeans", "random"} or dict, optional
         k-means states (default for Gaussian emissions; scikit-learn ``KMeans``), random responsibilities
         (default for categorical emissions), or starting values ``startprob``, ``transmat`` and ``means`` with
@@ -235,51 +240,63 @@ def _em_engine(
     >>> res.mean("transmat").shape, bool(res.diagnostics["converged"])
     ((2, 2), True)
     """
-    (device,) = check_options(device=device)
-    fam = prepare(model, data, lengths, device=device)
-    out = fit_em(
-        fam,
-        n_init=n_init,
-        init=init,
-        reg_covar=reg_covar,
-        max_iter=max_iter,
-        tol=tol,
-        seed=seed,
-        warn=warn,
-        progress=progress,
-        callback=callback,
-    )
-    fb: ForwardBackward = out["fb"]
-    ll = float(fb.log_likelihood.sum())
-    n_params = model.n_parameters(fam.n_features)
-    diag = {
-        "log_likelihood": ll,
-        "n_parameters": n_params,
-        "n_observations": fam.n,
-        "n_sequences": len(fam.data.lengths),
-        "converged": bool(out["run"].converged),
-        "n_iter": int(out["run"].n_iter),
-        "restart_objectives": [float(r.objective) for r in out["runs"]],
-        "observation_dim": "sequence",
-        "reg_covar": float(reg_covar),
-        **information_criteria(ll, n_params, fam.n),
+
+    method = "em"
+    kind = "optimizer"
+    desc = "EM"
+    options = {
+        **HMM_OPTIONS,
+        "reg_covar": Option(1e-6, lambda n, v: check_float(n, v, 0.0, remedy="Pass a small non-negative variance "
+                                                           "floor, e.g. reg_covar=1e-6."), "float ≥ 0",
+                            "added to each emission variance, as a multiple of that column's variance"),
     }
-    collapsed = _collapsed_states(fam, out, float(reg_covar), warn)
-    if collapsed is not None:
-        diag["collapsed"] = collapsed  # the one vocabulary: components at a degenerate point, [] when none
-    params = fam.export(out["params"])
-    return Posterior(
-        model=type(model).__name__,
-        method="em",
-        dims=fam.dims(),
-        coords=fam.coords(),
-        trace=out["run"].trace[None],
-        fitted={k: {"family": "point", "value": v} for k, v in params.items()},
-        diagnostics=diag,
-        log_likelihood=fb.log_likelihood.cpu().numpy()[None, None],
-        extras={"state_marginals": fb.gamma.cpu().numpy(), "lengths": fam.data.lengths},
-        hyperparameters=_hyperparameters(model, fam),
-    )
+    degenerate_warning = CollapsedComponentWarning
+
+    def prepare(self, model: Any, data: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        fam = prepare(model, data, o.lengths, device=o.device)
+        return SimpleNamespace(model=model, fam=fam, reg=_floor(fam, o.reg_covar))
+
+    def n_starts(self, prep: Any, o: Options) -> int:
+        return 1 if isinstance(o.init, dict) else int(o.n_init)
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> dict[str, Any]:
+        return initial_params(prep.fam, o.init, gen, prep.reg)
+
+    def step(self, prep: Any, o: Options, state: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        return em_step(prep.fam, state, prep.reg)
+
+    def degenerate(self, prep: Any, o: Options, state: dict[str, Any]) -> list[dict[str, Any]]:
+        return collapsed_states(prep.fam, state, prep.reg, float(o.reg_covar))
+
+    def degenerate_message(self, prep: Any, o: Options, flags: list[dict[str, Any]]) -> str:
+        return collapse_message(flags, float(o.reg_covar))
+
+    def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
+        return _hyperparameters(model, prep.fam)
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        fam, model = prep.fam, prep.model
+        params = outcome.run.state
+        fb: ForwardBackward = e_step(fam, params)
+        ll = float(fb.log_likelihood.sum())
+        n_params = model.n_parameters(fam.n_features)
+        diag = {
+            "log_likelihood": ll,
+            "n_parameters": n_params,
+            "n_observations": fam.n,
+            "n_sequences": len(fam.data.lengths),
+            "observation_dim": "sequence",
+            "reg_covar": float(o.reg_covar),
+            **information_criteria(ll, n_params, fam.n),
+        }
+        return Export(
+            dims=fam.dims(), coords=fam.coords(), diagnostics=diag,
+            fitted={k: {"family": "point", "value": v} for k, v in fam.export(params).items()},
+            log_likelihood=fb.log_likelihood.cpu().numpy()[None, None],
+            extras={"state_marginals": fb.gamma.cpu().numpy(), "lengths": fam.data.lengths},
+        )
 
 
 def _hyperparameters(model: Any, fam: HMMFamily) -> dict[str, Any]:
@@ -290,5 +307,4 @@ def _hyperparameters(model: Any, fam: HMMFamily) -> dict[str, Any]:
     return hp
 
 
-for _cls in (GaussianHMM, CategoricalHMM):
-    register(_cls, "em")(_em_engine)
+register_spec(HMMEM(), GaussianHMM, CategoricalHMM)

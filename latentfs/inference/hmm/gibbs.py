@@ -15,11 +15,10 @@ from typing import Any
 
 import torch
 
-from latentfs.core.data import check_choice, check_seed
-from latentfs.core.driver import make_generator, run_sampler
+from latentfs.core.data import check_choice
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.random import dirichlet_sample
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.registry import register_spec
 from latentfs.inference.hmm.em import INITIALISATIONS, _hyperparameters, _onehot, _transition_counts, initial_params
 from latentfs.inference.hmm.family import HMMFamily, prepare
 from latentfs.inference.hmm.forward_backward import sample_states
@@ -61,26 +60,17 @@ def gibbs_sweep(
     return gibbs_parameters(fam, states, prior, gen), states, seq_ll
 
 
-def _gibbs_engine(
-    model: Any,
-    data: Any,
-    *,
-    lengths: Any = None,
-    num_chains: int = 4,
-    num_warmup: int = 200,
-    num_samples: int = 500,
-    thin: int = 1,
-    seed: Any = 0,
-    progress: bool | None = None,
-    init: str | None = None,
-    warn: bool = True,
-) -> Posterior:
+def _init_option(name: str, value: Any) -> Any:
+    return None if value is None else check_choice(name, value, INITIALISATIONS)
+
+
+class HMMGibbs(EngineSpec):
     """Block Gibbs with forward-filtering backward-sampling (:func:`latentfs.fit` with ``method="gibbs"``).
 
     Each chain starts from k-means (Gaussian) or random (categorical) states, as EM does, draws θ given
-    them, then alternates z | θ (FFBS) and θ | z. Draws are relabelled per draw on ``means`` or
-    ``emission_probs`` (``Posterior.align``; both axes of ``transmat`` follow), then R̂ and ESS are checked
-    (``Posterior.check_convergence``, a ConvergenceWarning when ``warn``).
+    them, then alternates z | θ (FFBS) and θ | z. Draws are relabelled per draw on every state-indexed site
+    jointly (``Posterior.align``; both axes of ``transmat`` follow), then R̂ and ESS are checked
+    (``Posterior.check_convergence``, a ConvergenceWarning when ``warn``), by the pipeline.
 
     Examples
     --------
@@ -92,61 +82,58 @@ def _gibbs_engine(
     >>> res.samples("transmat").shape
     (2, 30, 2, 2)
     """
-    fam = prepare(model, data, lengths)
-    prior = chain_prior(fam)
-    if init is not None:
-        check_choice("init", init, INITIALISATIONS)
-    check_seed(seed)
 
-    def init_fn(gen: torch.Generator) -> dict[str, Any]:
-        start = initial_params(fam, init, gen, 1e-6)
+    method = "gibbs"
+    kind = "sampler"
+    desc = "Gibbs"
+    options = {
+        "lengths": Option(None, None, "sequence of int or None", "lengths of the sequences concatenated in the data"),
+        "num_chains": shared("num_chains", 4),
+        "num_warmup": shared("num_warmup", 200),
+        "num_samples": shared("num_samples", 500),
+        "thin": shared("thin"),
+        "seed": shared("seed"),
+        "progress": shared("progress"),
+        "init": Option(None, _init_option, "str or None", "'kmeans' or 'random' starting states"),
+        "warn": shared("warn"),
+    }
+
+    def describe(self, model_name: str) -> str:
+        return f"Gibbs {model_name}"
+
+    def prepare(self, model: Any, data: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        fam = prepare(model, data, o.lengths)
+        return SimpleNamespace(model=model, fam=fam, prior=chain_prior(fam))
+
+    def init(self, prep: Any, o: Options, gen: torch.Generator) -> dict[str, Any]:
+        fam = prep.fam
+        start = initial_params(fam, o.init, gen, 1e-6)
         states, _ = sample_states(start["startprob"], start["transmat"], fam.log_emission(start), fam.layout, gen)
-        return {"params": gibbs_parameters(fam, states, prior, gen), "states": states}
+        return {"params": gibbs_parameters(fam, states, prep.prior, gen), "states": states}
 
-    def step(state: dict[str, Any], gen: torch.Generator) -> tuple[dict[str, Any], float]:
-        params, states, seq_ll = gibbs_sweep(fam, state["params"], prior, gen)
+    def sample(self, prep: Any, o: Options, state: dict[str, Any], gen: torch.Generator) -> tuple[Any, float]:
+        params, states, seq_ll = gibbs_sweep(prep.fam, state["params"], prep.prior, gen)
         return {"params": params, "states": states, "seq_ll": seq_ll}, float(seq_ll.sum())
 
-    def collect(state: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = fam.export(state["params"])
+    def collect(self, prep: Any, o: Options, state: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = prep.fam.export(state["params"])
         return out
 
-    run = run_sampler(
-        init_fn,
-        step,
-        collect,
-        num_chains=num_chains,
-        num_warmup=num_warmup,
-        num_samples=num_samples,
-        thin=thin,
-        seed=make_generator(seed) if isinstance(seed, torch.Generator) else seed,
-        desc=f"Gibbs {type(model).__name__}",
-        progress=progress,
-    )
-    post = Posterior(
-        model=type(model).__name__,
-        method="gibbs",
-        dims=fam.dims(),
-        coords=fam.coords(),
-        trace=run.trace,
-        draws=dict(run.draws),
-        diagnostics={
-            "observation_dim": "sequence",
-            "num_chains": int(run.trace.shape[0]),
-            "num_samples": int(run.n_draws),
-            "num_warmup": int(num_warmup),
-            "n_observations": fam.n,
-            "n_sequences": len(fam.data.lengths),
-            "n_parameters": model.n_parameters(fam.n_features),
-        },
-        extras={"lengths": fam.data.lengths},
-        hyperparameters=_hyperparameters(model, fam),
-    )
-    key = "emission_probs" if fam.categorical else "means"
-    post.align(key, "component", also=("component_to",))  # both axes of the transition matrix follow
-    post.check_convergence(warn=warn)
-    return post
+    def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
+        return _hyperparameters(model, prep.fam)
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        fam, model = prep.fam, prep.model
+        return Export(
+            dims=fam.dims(), coords=fam.coords(), draws=dict(outcome.draws),
+            diagnostics={"observation_dim": "sequence", "num_warmup": int(o.num_warmup), "n_observations": fam.n,
+                         "n_sequences": len(fam.data.lengths), "n_parameters": model.n_parameters(fam.n_features)},
+            extras={"lengths": fam.data.lengths},
+            relabel=("emission_probs" if fam.categorical else "means", "component"),
+            relabel_also=("component_to",),  # both axes of the transition matrix follow
+        )
 
 
-for _cls in (GaussianHMM, CategoricalHMM):
-    register(_cls, "gibbs")(_gibbs_engine)
+register_spec(HMMGibbs(), GaussianHMM, CategoricalHMM)

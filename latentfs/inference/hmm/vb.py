@@ -29,12 +29,16 @@ import torch
 from torch.distributions import Dirichlet, kl_divergence
 
 from latentfs.core.data import DataError, check_choice
-from latentfs.core.driver import make_generator, run_optimizer, run_restarts
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
-from latentfs.inference.hmm.em import INITIALISATIONS, _hyperparameters, _transition_counts, initial_states
-from latentfs.inference.hmm.family import HMMFamily, check_optimizer_options, prepare
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
+from latentfs.inference.hmm.em import (
+    HMM_OPTIONS,
+    INITIALISATIONS,
+    _hyperparameters,
+    _transition_counts,
+    initial_states,
+)
+from latentfs.inference.hmm.family import HMMFamily, prepare
 from latentfs.inference.hmm.forward_backward import ForwardBackward, forward_backward
 from latentfs.inference.hmm.gibbs import chain_prior
 from latentfs.inference.mixture.gibbs import conjugate_posterior
@@ -151,21 +155,15 @@ def _fitted_sites(fam: HMMFamily, q: dict[str, Any]) -> tuple[dict[str, dict[str
     return sites, extras
 
 
-def _vb_engine(
-    model: Any,
-    data: Any,
-    *,
-    lengths: Any = None,
-    n_init: int = 3,
-    init: str | None = None,
-    max_iter: int = 1000,
-    tol: float = 1e-8,
-    seed: Any = 0,
-    warn: bool = True,
-    progress: bool | None = None,
-    callback: Any = None,
-    device: str | torch.device = "cpu",
-) -> Posterior:
+def _vb_init_option(name: str, value: Any) -> Any:
+    if value is None:
+        return value
+    if not isinstance(value, str):
+        raise DataError(f"init must be one of {list(INITIALISATIONS)} for VB; got {type(value).__name__}.")
+    return check_choice(name, value, INITIALISATIONS)
+
+
+class HMMVB(EngineSpec):
     """Variational Bayes with restarts (:func:`latentfs.fit` with ``method="vb"``); the best bound wins.
 
     Parameters
@@ -174,7 +172,8 @@ def _vb_engine(
         Lengths of the sequences concatenated in ``data`` (hmmlearn's convention); omit it when ``data``
         is a list of arrays (one per sequence) or a single sequence.
     n_init : int
-        Restarts; the run with the highest final bound is kept.
+        Restarts, start r drawn from the r-th generator spawned from ``seed``; the run with the highest final
+        bound is kept.
     init : {"kmeans", "random"}, optional
         Starting states, as for EM: k-means (default for Gaussian emissions) or random responsibilities
         (default for categorical emissions); q(θ) starts at their conjugate update.
@@ -198,66 +197,57 @@ def _vb_engine(
     >>> res.kind(), res.samples("transmat", 10).shape
     ('distribution', (1, 10, 2, 2))
     """
-    (device,) = check_options(device=device)
-    fam = prepare(model, data, lengths, device=device)
-    opts = check_optimizer_options(n_init=n_init, max_iter=max_iter, tol=tol, seed=seed)
-    if init is not None:
-        if not isinstance(init, str):
-            raise DataError(f"init must be one of {list(INITIALISATIONS)} for VB; got {type(init).__name__}.")
-        check_choice("init", init, INITIALISATIONS)
-    pr = chain_prior(fam)
-    gen = make_generator(seed)
-    desc = f"VB {type(model).__name__}"
 
-    def one(_: int) -> Any:
-        return run_optimizer(
-            initial_posterior(fam, init, gen, pr),
-            lambda q: vb_step(fam, q, pr),
-            max_iter=opts["max_iter"],
-            tol=opts["tol"],
-            desc=desc,
-            progress=progress,
-            warn=False,
-            callback=callback,
+    method = "vb"
+    kind = "optimizer"
+    desc = "VB"
+    options = {
+        **HMM_OPTIONS,
+        "init": Option(None, _vb_init_option, "str or None", "'kmeans' or 'random' starting states"),
+        "tol": shared("tol", 1e-8),
+    }
+
+    def prepare(self, model: Any, data: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        fam = prepare(model, data, o.lengths, device=o.device)
+        return SimpleNamespace(model=model, fam=fam, pr=chain_prior(fam))
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> Any:
+        return initial_posterior(prep.fam, o.init, gen, prep.pr)
+
+    def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
+        return vb_step(prep.fam, state, prep.pr)  # type: ignore[no-any-return]
+
+    def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
+        return _hyperparameters(model, prep.fam)
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        fam, model, q = prep.fam, prep.model, outcome.run.state
+        fb = vb_e_step(fam, q)
+        bound = vb_bound(fam, fb, q, prep.pr)
+        start, trans, log_em = subnormalised_parameters(fam, q)
+        sites, extras = _fitted_sites(fam, q)
+        diag = {
+            "bound": bound,
+            "n_observations": fam.n,
+            "n_sequences": len(fam.data.lengths),
+            "n_parameters": model.n_parameters(fam.n_features),
+            "observation_dim": "sequence",
+        }
+        return Export(
+            dims={site: dim for site, dim in fam.dims().items() if site in sites}, coords=fam.coords(),
+            fitted=sites, diagnostics=diag,
+            extras={
+                "state_marginals": fb.gamma.cpu().numpy(),
+                "lengths": fam.data.lengths,
+                "log_normaliser": fb.log_likelihood.cpu().numpy(),
+                "startprob_subnormalised": start.cpu().numpy(),
+                "transmat_subnormalised": trans.cpu().numpy(),
+                "expected_log_emission": log_em.cpu().numpy(),
+                **extras,
+            },
         )
 
-    best, runs = run_restarts(opts["n_init"], one, warn=warn, desc=desc)
-    q = best.state
-    fb = vb_e_step(fam, q)
-    bound = vb_bound(fam, fb, q, pr)
-    start, trans, log_em = subnormalised_parameters(fam, q)
-    sites, extras = _fitted_sites(fam, q)
-    dims = {site: dim for site, dim in fam.dims().items() if site in sites}
-    diag = {
-        "bound": bound,
-        "converged": bool(best.converged),
-        "n_iter": int(best.n_iter),
-        "restart_objectives": [float(r.objective) for r in runs],
-        "n_observations": fam.n,
-        "n_sequences": len(fam.data.lengths),
-        "n_parameters": model.n_parameters(fam.n_features),
-        "observation_dim": "sequence",
-    }
-    return Posterior(
-        model=type(model).__name__,
-        method="vb",
-        dims=dims,
-        coords=fam.coords(),
-        trace=best.trace[None],
-        fitted=sites,
-        diagnostics=diag,
-        extras={
-            "state_marginals": fb.gamma.cpu().numpy(),
-            "lengths": fam.data.lengths,
-            "log_normaliser": fb.log_likelihood.cpu().numpy(),
-            "startprob_subnormalised": start.cpu().numpy(),
-            "transmat_subnormalised": trans.cpu().numpy(),
-            "expected_log_emission": log_em.cpu().numpy(),
-            **extras,
-        },
-        hyperparameters=_hyperparameters(model, fam),
-    )
 
-
-for _cls in (GaussianHMM, CategoricalHMM):
-    register(_cls, "vb")(_vb_engine)
+register_spec(HMMVB(), GaussianHMM, CategoricalHMM)

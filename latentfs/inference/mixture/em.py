@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, check_float, check_int, check_seed
+from latentfs.core.diagnostics import CollapsedComponentWarning
 from latentfs.core.options import check_choice
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, Starts, run_starts, shared
 from latentfs.core.registry import register_spec
@@ -76,10 +77,6 @@ def em_step(fam: Any, params: dict[str, torch.Tensor], reg: Any) -> tuple[dict[s
     """One EM iteration; returns the new parameters and ℓ at the *input* parameters."""
     resp, row_ll = fam.e_step(params)
     return fam.m_step(resp, reg), float(row_ll.sum())
-
-
-class CollapsedComponentWarning(UserWarning):
-    """A mixture fit has a component whose covariance sits at the regularisation floor."""
 
 
 #: A component direction whose variance (before the floor, relative to the column variances) is below
