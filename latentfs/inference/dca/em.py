@@ -52,11 +52,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.data import DataError
-from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.data import DataError, check_choice
+from latentfs.core.options import check_dtype, check_int
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.inference.dca.common import (
     DCAData,
     DCAModel,
@@ -341,96 +340,90 @@ def _init_state(init: Any, model: DCAModel, data: DCAData, scores: bool) -> Poin
     return PointState(doc, theta)
 
 
-# ----------------------------------------------------------------------------------------- drivers
-def _run(
-    model: DCAModel,
-    data: DCAData,
-    step: Callable[[PointState], tuple[PointState, float]],
-    *,
-    scores: bool,
-    init: Any,
-    n_init: int,
-    seed: Any,
-    device: Any,
-    max_iter: int,
-    tol: float,
-    desc: str,
-    progress: bool | None,
-    warn: bool,
-) -> tuple[Any, list[float]]:
-    max_iter, tol, n_init, seed = check_options(max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
-    gens = chain_generators(seed, n_init, device)
-
-    def one(r: int) -> OptimizerRun:
-        start = _init_state(init, model, data, scores) if (init is not None and r == 0) else point_init(
-            model, data, gens[r], scores
-        )
-        return run_optimizer(start, step, max_iter=max_iter, tol=tol, desc=desc, progress=progress, warn=False)
-
-    best, runs = run_restarts(n_init, one, warn=warn, desc=desc,
-                              remedies="raise max_iter, loosen tol, or use n_init > 1")
-    return best, [r.objective for r in runs]
+# ----------------------------------------------------------------------------------------- the specs
+def _on_device(gen: torch.Generator, device: torch.device) -> torch.Generator:
+    """``gen``'s seed as a generator on ``device`` (the starts draw on the data's device)."""
+    if gen.device == device or (device.type == "cpu" and gen.device.type == "cpu"):
+        return gen
+    return torch.Generator(device=device).manual_seed(gen.initial_seed())
 
 
-def _posterior(
-    model: DCAModel,
-    data: DCAData,
-    run: Any,
-    method: str,
-    restart_objectives: list[float],
-    *,
-    hyperparameters: dict[str, Any],
-    diagnostics: dict[str, Any],
-    extras: dict[str, np.ndarray],
-) -> Posterior:
+def _point_export(model: DCAModel, data: DCAData, run: Any, *, diagnostics: dict[str, Any],
+                  extras: dict[str, np.ndarray]) -> Export:
     state: PointState = run.state
     to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
     dims, coords = dims_and_coords(model, data)
     loglik = doc_loglik(model, data, state.topic_word, state.doc_latent)
-    return Posterior(
-        model=type(model).__name__,
-        method=method,
-        dims=dims,
-        coords=coords,
-        trace=run.trace,
+    return Export(
+        dims=dims, coords=coords,
         fitted={
             "topic_word": {"family": "point", "value": to_np(state.topic_word)},
             model.doc_site: {"family": "point", "value": to_np(state.doc_latent)},
         },
-        diagnostics={
-            "converged": run.converged,
-            "interrupted": run.interrupted,
-            "n_iter": run.n_iter,
-            "objective": run.objective,
-            "restart_objectives": restart_objectives,
-            "best_restart": run.info["restart"],
-            "observation_dim": "document",
-            **diagnostics,
-        },
+        diagnostics={"objective": run.objective, "observation_dim": "document", **diagnostics},
         log_likelihood=to_np(loglik)[None, None, :],
         extras={"kept_documents": data.counts.kept_documents, "doc_lengths": data.counts.doc_lengths, **extras},
-        hyperparameters=hyperparameters,
     )
 
 
+def _tempering(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise DataError(f"{name} must be a number in (0, 1]; got {value!r}. Use 1 for plain EM.")
+    return float(value)
 
 
-def fit_nmf_kl(
-    model: GammaPoissonDCA,
-    X: Any,
-    *,
-    schedule: str = "em",
-    max_iter: int = 500,
-    tol: float = 1e-6,
-    n_init: int = 1,
-    init: Any = None,
-    seed: int | torch.Generator | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    empty_documents: str = "error",
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+def _schedule(name: str, value: Any) -> str:
+    if value not in NMF_SCHEDULES:
+        raise DataError(f"{name} must be one of {sorted(NMF_SCHEDULES)}; got {value!r}.")
+    return str(value)
+
+
+#: The options the point-estimate engines share.
+POINT_OPTIONS: dict[str, Option] = {
+    "max_iter": shared("max_iter", 500),
+    "tol": shared("tol", 1e-6),
+    "n_init": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
+                     "random starts (Θ rows Dirichlet(1)); the best objective is kept"),
+    "init": Option(None, None, "PointState, (doc_latent, topic_word) or None", "the first start"),
+    "seed": shared("seed"),
+    "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
+                    "float64 (default) or float32"),
+    "device": shared("device"),
+    "empty_documents": Option("error", lambda n, v: check_choice(n, v, ("error", "drop", "keep")), "str",
+                              "what to do with documents without tokens: 'error', 'drop' or 'keep'"),
+    "progress": shared("progress"),
+    "warn": shared("warn"),
+}
+
+
+class DCAPoint(EngineSpec):
+    """The point-estimate engines of the DCA family: a start (the user's ``init`` for the first, Θ rows
+    Dirichlet(1) otherwise, start r from the r-th generator spawned from the seed) and one step; the subclasses
+    say which step and what the result reports."""
+
+    kind = "optimizer"
+    remedies = "raise max_iter, loosen tol, or use n_init > 1"
+    scores = False
+
+    def describe(self, model_name: str) -> str:
+        return self.desc
+
+    def prepare(self, model: Any, X: Any, o: Options) -> Any:
+        from types import SimpleNamespace
+
+        data = prepare(X, dtype=o.dtype, device=o.device, empty_documents=o.empty_documents)
+        return SimpleNamespace(data=data, model=resolve_model(model, data))
+
+    def n_starts(self, prep: Any, o: Options) -> int:
+        return int(o.n_init)
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> PointState:
+        if o.init is not None and index == 0:
+            return _init_state(o.init, prep.model, prep.data, self.scores)
+        return point_init(prep.model, prep.data, _on_device(gen, prep.data.device), self.scores)
+
+
+class NMFKL(DCAPoint):
     """KL-NMF by Lee–Seung multiplicative updates = GaP maximum likelihood with α = β = 0 (Lemma 2).
 
     ``latentfs.fit(GammaPoissonDCA(K), X, method="nmf_kl")``; the model's α, β and γ are not used (no
@@ -467,45 +460,33 @@ def fit_nmf_kl(
     >>> np.allclose(result.mean("doc_scores").sum(1), X.sum(1))  # Σ_k l_k = L after an l-update
     True
     """
-    if schedule not in NMF_SCHEDULES:
-        raise DataError(f"schedule must be one of {sorted(NMF_SCHEDULES)}; got {schedule!r}.")
-    max_iter, tol, n_init, seed = check_options(max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
-    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
-    model = resolve_model(model, data)  # type: ignore[assignment]
 
-    def step(s: PointState) -> tuple[PointState, float]:
-        new, objective = nmf_step(data, s, schedule)
+    method = "nmf_kl"
+    desc = "KL-NMF"
+    scores = True
+    options = {"schedule": Option("em", _schedule, "str", "'em' (the chapter's) or 'alternating' (scikit-learn's)"),
+               **POINT_OPTIONS}
+
+    def step(self, prep: Any, o: Options, state: PointState) -> tuple[PointState, float]:
+        new, objective = nmf_step(prep.data, state, o.schedule)
         return new, float(objective)
 
-    run, objectives = _run(model, data, step, scores=True, init=init, n_init=n_init, seed=seed,
-                           device=device, max_iter=max_iter, tol=tol, desc="KL-NMF", progress=progress, warn=warn)
-    state: PointState = run.state
-    return _posterior(
-        model, data, run, "nmf_kl", objectives,
-        hyperparameters={"n_components": model.n_components,
-                         "prior": "none: maximum likelihood, GaP with alpha = beta = 0 (Lemma 2)"},
-        diagnostics={"schedule": schedule, "kl_divergence": kl_divergence(data, state.doc_latent, state.topic_word),
-                     "objective_name": "Poisson log-likelihood (eq. 2), alpha = beta = 0"},
-        extras={"component_counts": state.doc_latent.detach().cpu().numpy()},
-    )
+    def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
+        return {"n_components": prep.model.n_components,
+                "prior": "none: maximum likelihood, GaP with alpha = beta = 0 (Lemma 2)"}
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        state: PointState = outcome.run.state
+        return _point_export(
+            prep.model, prep.data, outcome.run,
+            diagnostics={"schedule": o.schedule,
+                         "kl_divergence": kl_divergence(prep.data, state.doc_latent, state.topic_word),
+                         "objective_name": "Poisson log-likelihood (eq. 2), alpha = beta = 0"},
+            extras={"component_counts": state.doc_latent.detach().cpu().numpy()},
+        )
 
 
-def fit_plsi(
-    model: DirichletDCA,
-    X: Any,
-    *,
-    tempering: float = 1.0,
-    max_iter: int = 500,
-    tol: float = 1e-6,
-    n_init: int = 1,
-    init: Any = None,
-    seed: int | torch.Generator | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    empty_documents: str = "error",
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+class PLSI(DCAPoint):
     """PLSI by EM, asymmetric form (Hofmann 1999; digest §1.8): the non-Bayesian LDA.
 
     ``latentfs.fit(DirichletDCA(K), X, method="plsi_em")``; α and γ are not used (PLSI has no priors;
@@ -538,57 +519,35 @@ def fit_plsi(
     >>> np.allclose(result.mean("doc_topic").sum(1), 1.0)
     True
     """
-    if isinstance(tempering, bool) or not isinstance(tempering, (int, float)) or not 0 < tempering <= 1:
-        raise DataError(f"tempering must be a number in (0, 1]; got {tempering!r}. Use 1 for plain EM.")
-    max_iter, tol, n_init, seed = check_options(max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
-    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
-    model = resolve_model(model, data)  # type: ignore[assignment]
-    coef = float((log_length_factorials(model, data) - data.log_factorials).sum())
-    groups = model_groups(model, data)
 
-    def step(s: PointState) -> tuple[PointState, float]:
-        new, objective = plsi_step(data, s, float(tempering), groups)
-        return new, float(objective) + coef
+    method = "plsi_em"
+    desc = "PLSI EM"
+    options = {"tempering": Option(1.0, _tempering, "float in (0, 1]", "τ of tempered EM; 1 is plain EM"),
+               **POINT_OPTIONS}
 
-    run, objectives = _run(model, data, step, scores=False, init=init, n_init=n_init, seed=seed,
-                           device=device, max_iter=max_iter, tol=tol, desc="PLSI EM", progress=progress, warn=warn)
-    state: PointState = run.state
-    return _posterior(
-        model, data, run, "plsi_em", objectives,
-        hyperparameters={"n_components": model.n_components, "prior": "none: maximum likelihood (PLSI)",
-                         "tempering": float(tempering)},
-        diagnostics={"objective_name": "multinomial log-likelihood (eq. 4)"},
-        extras={"component_counts": (state.doc_latent * data.doc_lengths[:, None]).detach().cpu().numpy()},
-    )
+    def prepare(self, model: Any, X: Any, o: Options) -> Any:
+        prep = super().prepare(model, X, o)
+        prep.coef = float((log_length_factorials(prep.model, prep.data) - prep.data.log_factorials).sum())
+        prep.groups = model_groups(prep.model, prep.data)
+        return prep
 
+    def step(self, prep: Any, o: Options, state: PointState) -> tuple[PointState, float]:
+        new, objective = plsi_step(prep.data, state, float(o.tempering), prep.groups)
+        return new, float(objective) + prep.coef
 
-def _hyper(model: DCAModel, data: DCAData) -> dict[str, torch.Tensor]:
-    kw: dict[str, Any] = {"dtype": data.dtype, "device": data.device}
-    out = {"alpha": torch.as_tensor(model.alpha, **kw),
-           "gamma": torch.as_tensor(model.gamma_vector(data.n_features), **kw)}
-    if isinstance(model, GammaPoissonDCA):
-        out["beta"] = torch.as_tensor(model.beta, **kw)
-    groups = model_groups(model, data)
-    if groups is not None:
-        out["groups"] = groups
-    return out
+    def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
+        return {"n_components": prep.model.n_components, "prior": "none: maximum likelihood (PLSI)",
+                "tempering": float(o.tempering)}
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        state: PointState = outcome.run.state
+        return _point_export(
+            prep.model, prep.data, outcome.run, diagnostics={"objective_name": "multinomial log-likelihood (eq. 4)"},
+            extras={"component_counts": (state.doc_latent * prep.data.doc_lengths[:, None]).detach().cpu().numpy()},
+        )
 
 
-def fit_map(
-    model: DCAModel,
-    X: Any,
-    *,
-    max_iter: int = 500,
-    tol: float = 1e-6,
-    n_init: int = 1,
-    init: Any = None,
-    seed: int | torch.Generator | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    empty_documents: str = "error",
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+class MAP(DCAPoint):
     """MAP of the document latents and Θ jointly, by EM (digest §1.8; module docstring).
 
     ``latentfs.fit(model, X, method="map")`` for :class:`DirichletDCA` (m, Θ) or
@@ -615,34 +574,61 @@ def fit_map(
     >>> bool((np.diff(result.trace[0]) >= -1e-9).all())
     True
     """
-    max_iter, tol, n_init, seed = check_options(max_iter=max_iter, tol=tol, n_init=n_init, seed=seed)
-    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
-    model = resolve_model(model, data)
-    hyper = _hyper(model, data)
-    map_step = _MAP_STEPS[type(model)]
 
-    def step(s: PointState) -> tuple[PointState, float]:
-        new, _ = map_step(data, s, hyper)
-        return new, float(map_log_posterior(model, data, s, hyper))
+    method = "map"
+    options = POINT_OPTIONS
 
-    scores = isinstance(model, GammaPoissonDCA)
-    run, objectives = _run(model, data, step, scores=scores, init=init, n_init=n_init, seed=seed,
-                           device=device, max_iter=max_iter, tol=tol, desc=f"{type(model).__name__} MAP",
-                           progress=progress, warn=warn)
-    state: PointState = run.state
-    boundary = bool((hyper["alpha"] < 1).any() or (hyper["gamma"] < 1).any())
-    comp = state.doc_latent if scores else state.doc_latent * data.doc_lengths[:, None]
-    return _posterior(
-        model, data, run, "map", objectives,
-        hyperparameters=model.hyperparameters(),
-        diagnostics={"objective_name": "log joint p(W, latent, Theta)", "clipped_priors": boundary,
-                     "zero_doc_entries": int((state.doc_latent == 0).sum()),
-                     "zero_topic_word_entries": int((state.topic_word == 0).sum())},
-        extras={"component_counts": comp.detach().cpu().numpy()},
-    )
+    def describe(self, model_name: str) -> str:
+        return f"{model_name} MAP"
+
+    def prepare(self, model: Any, X: Any, o: Options) -> Any:
+        prep = super().prepare(model, X, o)
+        prep.hyper = _hyper(prep.model, prep.data)
+        prep.map_step = _MAP_STEPS[type(prep.model)]
+        return prep
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> PointState:
+        scores = isinstance(prep.model, GammaPoissonDCA)
+        if o.init is not None and index == 0:
+            return _init_state(o.init, prep.model, prep.data, scores)
+        return point_init(prep.model, prep.data, _on_device(gen, prep.data.device), scores)
+
+    def step(self, prep: Any, o: Options, state: PointState) -> tuple[PointState, float]:
+        new, _ = prep.map_step(prep.data, state, prep.hyper)
+        return new, float(map_log_posterior(prep.model, prep.data, state, prep.hyper))
+
+    def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
+        return dict(prep.model.hyperparameters())
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        state: PointState = outcome.run.state
+        hyper, data = prep.hyper, prep.data
+        scores = isinstance(prep.model, GammaPoissonDCA)
+        boundary = bool((hyper["alpha"] < 1).any() or (hyper["gamma"] < 1).any())
+        comp = state.doc_latent if scores else state.doc_latent * data.doc_lengths[:, None]
+        return _point_export(
+            prep.model, data, outcome.run,
+            diagnostics={"objective_name": "log joint p(W, latent, Theta)", "clipped_priors": boundary,
+                         "zero_doc_entries": int((state.doc_latent == 0).sum()),
+                         "zero_topic_word_entries": int((state.topic_word == 0).sum())},
+            extras={"component_counts": comp.detach().cpu().numpy()},
+        )
 
 
-register(GammaPoissonDCA, "nmf_kl")(fit_nmf_kl)
-register(DirichletDCA, "plsi_em")(fit_plsi)
-register(DirichletDCA, "map")(fit_map)
-register(GammaPoissonDCA, "map")(fit_map)
+def _hyper(model: DCAModel, data: DCAData) -> dict[str, torch.Tensor]:
+    kw: dict[str, Any] = {"dtype": data.dtype, "device": data.device}
+    out = {"alpha": torch.as_tensor(model.alpha, **kw),
+           "gamma": torch.as_tensor(model.gamma_vector(data.n_features), **kw)}
+    if isinstance(model, GammaPoissonDCA):
+        out["beta"] = torch.as_tensor(model.beta, **kw)
+    groups = model_groups(model, data)
+    if groups is not None:
+        out["groups"] = groups
+    return out
+
+
+
+#: the specs, callable as ``engine(model, X, **options)`` (the pipeline runs them), under their earlier names
+fit_nmf_kl = register_spec(NMFKL(), GammaPoissonDCA)
+fit_plsi = register_spec(PLSI(), DirichletDCA)
+fit_map = register_spec(MAP(), DirichletDCA, GammaPoissonDCA)
