@@ -405,8 +405,9 @@ class EngineSpec:
     Optimisers (``kind = "optimizer"``): :meth:`prepare`, :meth:`n_starts`, :meth:`start`, :meth:`step`, optionally
     :meth:`finish`, :meth:`short_iter`, :meth:`degenerate` / :meth:`degenerate_message` (with
     ``degenerate_warning``), ``drop``; samplers (``kind = "sampler"``): :meth:`prepare`, :meth:`init`,
-    :meth:`sample`, :meth:`collect`; both: :meth:`export`. ``errors`` maps an exception type raised by the math
-    (``FloatingPointError``) to the remedy appended to its message. Calling a spec runs it through :func:`run`.
+    :meth:`sample`, :meth:`collect`, optionally :meth:`after_align`; both: :meth:`export`. ``errors`` maps an
+    exception type raised by the math (``FloatingPointError``) to the remedy appended to its message. Calling a
+    spec runs it through :func:`run`.
     """
 
     method: str = ""
@@ -499,6 +500,11 @@ class EngineSpec:
     def collect(self, prep: Any, o: Options, state: Any) -> dict[str, Any]:
         raise NotImplementedError
 
+    def after_align(self, post: Any, prep: Any, o: Options, outcome: Any) -> None:
+        """A sampler's last touches, once its draws are relabelled and their R̂/ESS checked: outputs counted on the
+        relabelled draws (a hidden Potts model's label marginals, through ``post.relabel_permutations``), draws
+        aligned and checked in the engine's own coordinates mapped to the data's units."""
+
     # -- the pipeline
     def check_options(self, given: Mapping[str, Any], model_name: str) -> Options:
         """The options of one fit: names checked against the schema, values by their rules, defaults filled in,
@@ -587,4 +593,5 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
         if ex.relabel is not None:
             post.align(*ex.relabel, also=ex.relabel_also)
         post.check_convergence(warn=o.get("warn", True))
+        spec.after_align(post, prep, o, outcome)
     return post

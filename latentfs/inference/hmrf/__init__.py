@@ -6,7 +6,8 @@
   :mod:`~latentfs.inference.hmrf.mean_field` mean-field EM (Zhang 1992; Celeux, Forbes & Peyrard 2003),
   :mod:`~latentfs.inference.hmrf.gibbs` checkerboard Gibbs with a pseudo-likelihood Metropolis step for η.
 
-Importing this package registers every engine of the family with :func:`latentfs.fit`.
+Each engine is a spec of the one pipeline (:mod:`latentfs.core.pipeline`: ``PottsICM``, ``PottsMeanField``,
+``PottsGibbs``), registered with :func:`latentfs.fit` when this package is imported.
 """
 
 import importlib

@@ -1,6 +1,7 @@
 """What the hidden-Potts engines share: the prepared lattice, Gaussian emissions, conditionals, the
 pseudo-likelihood of η and its maximiser, starting values, the checks of η (at its bound; not identified with
-one label) and the result's layout.
+one label), the options ``interaction`` and ``reg_covar`` (:data:`INTERACTION`, :data:`REG_COVAR`), what a fit
+prepares (:class:`PottsFit`) and the result's layout.
 
 The engines work in **standardised coordinates**: each feature centred and divided by its standard deviation
 (computed without overflow, :func:`standardise`), so that every floor and data-dependent prior is relative to
@@ -29,12 +30,16 @@ import torch
 
 from latentfs.core.data import DataError
 from latentfs.core.options import check_float
+from latentfs.core.pipeline import Option, Options
 from latentfs.core.relabel import component_labels
 from latentfs.models.hmrf import HiddenPotts, LatticeData, agreement, neighbour_sum
 
 __all__ = [
+    "INTERACTION",
     "InteractionAtBoundWarning",
     "LatticeFamily",
+    "PottsFit",
+    "REG_COVAR",
     "conditional_logits",
     "maximise_pseudo_likelihood",
     "prepare",
@@ -302,6 +307,49 @@ def flag_interaction_at_bound(post: Any, eta: np.ndarray, model: HiddenPotts, *,
             InteractionAtBoundWarning,
             stacklevel=3,
         )
+
+
+def _reg_covar(name: str, value: Any) -> float:
+    return check_float(name, value, 0.0, remedy=f"Pass a small non-negative number, e.g. {name}=1e-6.")
+
+
+#: ``interaction``: a fixed η, checked against the model's ``interaction_max`` when the fit is prepared
+#: (:func:`check_interaction`), or None to estimate it.
+INTERACTION = Option(None, None, "float or None",
+                     "a fixed interaction η in [0, interaction_max]; None estimates it (fixed at 0 with one label)")
+#: ``reg_covar``: the floor of each emission variance of the optimisers.
+REG_COVAR = Option(1e-6, _reg_covar, "float ≥ 0",
+                   "floor of each emission variance, as a fraction of the feature's variance")
+
+
+@dataclass
+class PottsFit:
+    """What a hidden-Potts fit prepares once: the lattice (:class:`LatticeFamily`), the fixed η (None when it is
+    estimated; :func:`check_interaction`) and the variance floor ``reg`` (the ``reg_covar`` option)."""
+
+    model: HiddenPotts
+    fam: LatticeFamily
+    fixed: float | None
+    reg: float
+
+    @property
+    def jacobian(self) -> float:
+        """H·W·``fam.log_jacobian``: an objective in standardised coordinates plus this is the data's units'."""
+        return self.fam.n * self.fam.log_jacobian
+
+
+def prepare_fit(model: Any, data: Any, o: Options, *, device: Any = None) -> PottsFit:
+    """The lattice of ``data`` for ``model`` (on ``device``) and the checked η of ``o.interaction``."""
+    fam = prepare(model, data, device=device)
+    return PottsFit(model=model, fam=fam, fixed=check_interaction(o.interaction, model),
+                    reg=float(o.get("reg_covar", 1e-6)))
+
+
+def finish_point_fit(post: Any, prep: PottsFit, o: Options, eta: float) -> None:
+    """The last touches of an ICM or mean-field result: the objective each start reached in the data's units (as
+    the trace; the runs stop on the change in standardised coordinates) and the η-at-bound flag."""
+    post.diagnostics["restart_objectives"] = [v + prep.jacobian for v in post.diagnostics["restart_objectives"]]
+    flag_interaction_at_bound(post, np.asarray(eta), prep.model, estimated=prep.fixed is None, warn=bool(o.warn))
 
 
 def kmeans_labels(fam: LatticeFamily, gen: torch.Generator) -> torch.Tensor:

@@ -12,39 +12,43 @@ posterior of η.
 
 The proposal's standard deviation is fixed per chain: 2.4 / √(−∂² log PL) at the chain's start
 (``interaction_step`` overrides it). The labels of every kept draw are stored (one byte per pixel and draw
-for K ≤ 256) and, once the draws are aligned (``Posterior.align``), each draw's labels are renamed by that
-draw's permutation before they are counted, so the label marginals of a chain whose labels switched do not
-mix components (counting the raw labels gave ≈ 0.5 everywhere against exact marginals of 0.12–0.82).
+for K ≤ 256) and, once the pipeline has aligned the draws (``Posterior.align``), each draw's labels are renamed
+by that draw's permutation before they are counted (:meth:`PottsGibbs.after_align`), so the label marginals of
+a chain whose labels switched do not mix components (counting the raw labels gave ≈ 0.5 everywhere against
+exact marginals of 0.12–0.82).
 
 The sampler runs in the standardised coordinates of :mod:`~latentfs.inference.hmrf.family` (the prior's m0
-and σ0² from the standardised data, or the model's values mapped over), and the draws are aligned there and
-then mapped to the data's units: the labels and η of c·y + b are those of y for the same seed.
+and σ0² from the standardised data, or the model's values mapped over), and the draws are aligned and checked
+(R̂, ESS) there and then mapped to the data's units: the labels and η of c·y + b are those of y for the same
+seed.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from latentfs.core.driver import run_sampler
-from latentfs.core.options import check_float, check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.options import check_float
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.inference.hmrf.family import (
+    INTERACTION,
     LatticeFamily,
-    check_interaction,
+    PottsFit,
     flag_interaction_at_bound,
-    prepare,
+    prepare_fit,
     pseudo_log_likelihood,
     warn_overflowed_variance,
 )
 from latentfs.inference.hmrf.icm import icm_objective, initial_state
 from latentfs.models.hmrf import HiddenPotts, neighbour_sum, potts_sweep
 
-__all__ = ["conjugate_emissions", "interaction_step_size", "metropolis_interaction", "relabelled_marginals"]
+__all__ = ["GibbsFit", "PottsGibbs", "conjugate_emissions", "interaction_step_size", "metropolis_interaction",
+           "relabelled_marginals"]
 
 
 def conjugate_emissions(
@@ -109,20 +113,21 @@ def relabelled_marginals(labels: np.ndarray, perms: np.ndarray, k: int) -> np.nd
     return out / max(draws, 1)
 
 
-def _gibbs_engine(
-    model: Any,
-    data: Any,
-    *,
-    interaction: float | None = None,
-    interaction_step: float | None = None,
-    num_chains: int = 4,
-    num_warmup: int = 200,
-    num_samples: int = 500,
-    thin: int = 1,
-    seed: Any = 0,
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+@dataclass
+class GibbsFit(PottsFit):
+    """:class:`~latentfs.inference.hmrf.family.PottsFit` with the emission prior in standardised coordinates
+    (:meth:`~latentfs.inference.hmrf.family.LatticeFamily.prior`)."""
+
+    prior: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+def _interaction_step(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    return check_float(name, value, 0.0, low_open=True, remedy=f"Pass e.g. {name}=0.02, or None.")
+
+
+class PottsGibbs(EngineSpec):
     """Checkerboard Gibbs with conjugate emissions and a pseudo-likelihood Metropolis step for η
     (:func:`latentfs.fit` with ``method="gibbs"``; see the module docstring for what the η draws are).
 
@@ -140,13 +145,14 @@ def _gibbs_engine(
     Returns
     -------
     Posterior
-        Draws of ``interaction``, ``means``, ``variance`` (relabelled per draw, on every component site jointly);
+        Draws of ``interaction``, ``means``, ``variance``, relabelled per draw on every component site jointly
+        by the pipeline, in standardised coordinates, where R̂/ESS are checked too (``diagnostics["convergence"]``;
+        ``interaction`` only when it is sampled), then mapped to the data's units (:meth:`after_align`);
         ``extras["label_marginals"]`` (chain, H, W, K), the share of each chain's kept draws with each aligned
         label, and ``extras["labels"]`` (H, W), the marginal modes; ``sample_stats["interaction_accepted"]``;
-        R̂/ESS in ``diagnostics["convergence"]``; ``diagnostics["at_bound"]`` (``["interaction"]`` when the
-        median η draw lies in the top 5% of [0, interaction_max], with an
-        :class:`~latentfs.inference.hmrf.family.InteractionAtBoundWarning`). The fit is equivariant to an
-        affine change of each feature's units.
+        ``diagnostics["at_bound"]`` (``["interaction"]`` when the median η draw lies in the top 5% of
+        [0, interaction_max], with an :class:`~latentfs.inference.hmrf.family.InteractionAtBoundWarning`). The fit
+        is equivariant to an affine change of each feature's units.
 
     Examples
     --------
@@ -159,93 +165,100 @@ def _gibbs_engine(
     >>> res.samples("interaction").shape, res.extras["label_marginals"].shape
     ((2, 30), (2, 16, 16, 2))
     """
-    num_chains, num_warmup, num_samples, thin, seed = check_options(
-        num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin, seed=seed
-    )
-    fam = prepare(model, data)
-    fixed = check_interaction(interaction, model)
-    step_size = None if interaction_step is None else check_float(
-        "interaction_step", interaction_step, 0.0, low_open=True, remedy="Pass e.g. interaction_step=0.02, or None."
-    )
-    prior = fam.prior()
-    eta_max = model.interaction_max
-    label_dtype = np.uint8 if fam.k <= 256 else np.int32
-    jacobian = fam.n * fam.log_jacobian
 
-    def init_fn(gen: torch.Generator) -> dict[str, Any]:
-        start = initial_state(fam, gen, 1e-6, fixed)
-        onehot = fam.onehot(start["labels"])
-        step = step_size if step_size is not None else interaction_step_size(onehot, start["eta"])
+    method = "gibbs"
+    kind = "sampler"
+    desc = "Gibbs"
+    options = {
+        "interaction": INTERACTION,
+        "interaction_step": Option(None, _interaction_step, "float > 0 or None",
+                                   "random-walk sd of η; None: 2.4 / √(−∂² log PL) at each chain's start"),
+        "num_chains": shared("num_chains", 4),
+        "num_warmup": shared("num_warmup", 200),
+        "num_samples": shared("num_samples", 500),
+        "thin": shared("thin"),
+        "seed": shared("seed"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+    }
+
+    def prepare(self, model: Any, data: Any, o: Options) -> GibbsFit:
+        base = prepare_fit(model, data, o)
+        return GibbsFit(model=base.model, fam=base.fam, fixed=base.fixed, reg=base.reg, prior=base.fam.prior())
+
+    def init(self, prep: GibbsFit, o: Options, gen: torch.Generator) -> dict[str, Any]:
+        start = initial_state(prep.fam, gen, prep.reg, prep.fixed)
+        onehot = prep.fam.onehot(start["labels"])
+        step = o.interaction_step if o.interaction_step is not None else interaction_step_size(onehot, start["eta"])
         return {**start, "step": step, "accepted": False}
 
-    def step_fn(state: dict[str, Any], gen: torch.Generator) -> tuple[dict[str, Any], float]:
-        eta = state["eta"]
+    def sample(self, prep: GibbsFit, o: Options, state: dict[str, Any],
+               gen: torch.Generator) -> tuple[dict[str, Any], float]:
+        fam, eta = prep.fam, state["eta"]
         log_g = fam.standard_log_emission(state["means"], state["variance"])
         labels = potts_sweep(state["labels"], log_g, eta, fam.k, gen)
-        means, variance = conjugate_emissions(fam, labels, prior, gen)
+        means, variance = conjugate_emissions(fam, labels, prep.prior, gen)
         accepted = False
-        if fixed is None:
-            eta, accepted = metropolis_interaction(fam.onehot(labels), eta, state["step"], eta_max, gen)
-        lp = icm_objective(fam, labels, fam.standard_log_emission(means, variance), eta) + jacobian
+        if prep.fixed is None:
+            eta, accepted = metropolis_interaction(fam.onehot(labels), eta, state["step"], prep.model.interaction_max,
+                                                   gen)
+        lp = icm_objective(fam, labels, fam.standard_log_emission(means, variance), eta) + prep.jacobian
         new = {"labels": labels, "means": means, "variance": variance, "eta": eta, "step": state["step"],
                "accepted": accepted}
         return new, lp
 
-    def collect(state: dict[str, Any]) -> dict[str, Any]:
+    def collect(self, prep: GibbsFit, o: Options, state: dict[str, Any]) -> dict[str, Any]:
         return {
             "interaction": np.asarray(state["eta"], dtype=np.float64),
             "means": state["means"].numpy(),
             "variance": state["variance"].numpy(),
             "interaction_accepted": np.asarray(state["accepted"]),
-            "labels": state["labels"].numpy().astype(label_dtype),
+            "labels": state["labels"].numpy().astype(np.uint8 if prep.fam.k <= 256 else np.int32),
         }
 
-    run = run_sampler(
-        init_fn, step_fn, collect,
-        num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin, seed=seed,
-        desc="Gibbs HiddenPotts", progress=progress,
-    )
-    draws = dict(run.draws)
-    accepted = draws.pop("interaction_accepted")
-    labels = draws.pop("labels")
-    if fixed is not None:
-        draws["interaction"] = np.full_like(draws["interaction"], fixed)
-    post = Posterior(
-        model=type(model).__name__,
-        method="gibbs",
-        dims=fam.dims(),
-        coords=fam.coords(),
-        trace=run.trace,
-        draws=draws,
-        diagnostics={
-            "observation_dim": "pixel",
-            "n_pixels": fam.n,
-            "num_chains": int(run.trace.shape[0]),
-            "num_samples": int(run.n_draws),
-            "interaction_estimated": fixed is None,
-            "interaction_target": "pseudo-likelihood (Besag 1975) times Uniform(0, interaction_max)",
-            "interaction_step": [float(s["step"]) for s in run.final_states],
-            "interaction_acceptance": float(accepted.mean()) if fixed is None else None,
-        },
-        hyperparameters=model.hyperparameters(),
-        sample_stats={"interaction_accepted": accepted},
-    )
-    # Aligned, and checked, in standardised coordinates (finite at any scale of the data; R̂ and ESS do not
-    # change under the affine map to the data's units that follows).
-    post.align("means", "component")
-    perms = post.relabel_permutations
-    if perms is None:  # pragma: no cover - align always records them for a sampled site
-        perms = np.broadcast_to(np.arange(fam.k), (*labels.shape[:2], fam.k))
-    marginals = relabelled_marginals(labels, perms, fam.k)
-    post.extras["label_marginals"] = marginals
-    post.extras["labels"] = marginals.mean(0).argmax(-1).astype(np.int64)
-    post.check_convergence(["interaction", "means", "variance"] if fixed is None else ["means", "variance"], warn=warn)
-    # samples() hands back the stored arrays: map them to the data's units where they are.
-    means_draws, variance_draws = post.samples("means"), post.samples("variance")
-    means_draws[...], variance_draws[...] = fam.to_data_units(means_draws, variance_draws)
-    warn_overflowed_variance(variance_draws, "gibbs", warn=warn)
-    flag_interaction_at_bound(post, draws["interaction"], model, estimated=fixed is None, warn=warn)
-    return post
+    def export(self, prep: GibbsFit, o: Options, outcome: Any) -> Export:
+        fam = prep.fam
+        draws = dict(outcome.draws)
+        accepted = draws.pop("interaction_accepted")
+        draws.pop("labels")  # counted once the draws are aligned (after_align)
+        if prep.fixed is not None:
+            draws["interaction"] = np.full_like(draws["interaction"], prep.fixed)
+        return Export(
+            dims=fam.dims(),
+            coords=fam.coords(),
+            draws=draws,
+            diagnostics={
+                "observation_dim": "pixel",
+                "n_pixels": fam.n,
+                "interaction_estimated": prep.fixed is None,
+                "interaction_target": "pseudo-likelihood (Besag 1975) times Uniform(0, interaction_max)",
+                "interaction_step": [float(s["step"]) for s in outcome.final_states],
+                "interaction_acceptance": float(accepted.mean()) if prep.fixed is None else None,
+            },
+            sample_stats={"interaction_accepted": accepted},
+            # aligned, and checked, in standardised coordinates (finite at any scale of the data; R̂ and ESS do not
+            # change under the affine map to the data's units that after_align applies)
+            relabel=("means", "component"),
+        )
+
+    def after_align(self, post: Any, prep: GibbsFit, o: Options, outcome: Any) -> None:
+        """The label marginals of the aligned draws; the draws in the data's units; the η-at-bound flag."""
+        fam = prep.fam
+        labels = outcome.draws["labels"]
+        perms = post.relabel_permutations
+        if perms is None:  # pragma: no cover - align always records them for a sampled site
+            perms = np.broadcast_to(np.arange(fam.k), (*labels.shape[:2], fam.k))
+        marginals = relabelled_marginals(labels, perms, fam.k)
+        post.extras["label_marginals"] = marginals
+        post.extras["labels"] = marginals.mean(0).argmax(-1).astype(np.int64)
+        if prep.fixed is not None:  # a fixed η is not sampled: its draws are a constant, with nothing to check
+            post.diagnostics["convergence"].pop("interaction", None)
+        # samples() hands back the stored arrays: map them to the data's units where they are.
+        means_draws, variance_draws = post.samples("means"), post.samples("variance")
+        means_draws[...], variance_draws[...] = fam.to_data_units(means_draws, variance_draws)
+        warn_overflowed_variance(variance_draws, "gibbs", warn=bool(o.warn))
+        flag_interaction_at_bound(post, post.samples("interaction"), prep.model, estimated=prep.fixed is None,
+                                  warn=bool(o.warn))
 
 
-register(HiddenPotts, "gibbs")(_gibbs_engine)
+register_spec(PottsGibbs(), HiddenPotts)

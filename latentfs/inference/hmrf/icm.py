@@ -19,24 +19,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.driver import make_generator, run_optimizer
-from latentfs.core.options import check_float, check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.pipeline import EngineSpec, Export, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.inference.hmrf.family import (
+    INTERACTION,
+    REG_COVAR,
     LatticeFamily,
-    check_interaction,
+    PottsFit,
     conditional_logits,
-    flag_interaction_at_bound,
+    finish_point_fit,
     kmeans_labels,
     maximise_pseudo_likelihood,
     point_fitted,
-    prepare,
+    prepare_fit,
     pseudo_log_likelihood,
 )
 from latentfs.models.hmrf import HiddenPotts, agreement, checkerboard
 
-__all__ = ["icm_objective", "icm_step", "icm_sweep"]
+__all__ = ["PottsICM", "icm_objective", "icm_step", "icm_sweep"]
 
 
 def icm_sweep(fam: LatticeFamily, labels: torch.Tensor, log_g: torch.Tensor, eta: float) -> torch.Tensor:
@@ -81,20 +81,7 @@ def initial_state(fam: LatticeFamily, gen: torch.Generator, reg: float, fixed_et
     return {"labels": labels, "means": means, "variance": variance, "eta": eta}
 
 
-def _icm_engine(
-    model: Any,
-    data: Any,
-    *,
-    interaction: float | None = None,
-    reg_covar: float = 1e-6,
-    max_iter: int = 100,
-    tol: float = 1e-10,
-    seed: Any = 0,
-    warn: bool = True,
-    progress: bool | None = None,
-    callback: Any = None,
-    device: str | torch.device = "cpu",
-) -> Posterior:
+class PottsICM(EngineSpec):
     """ICM with pseudo-likelihood η (:func:`latentfs.fit` with ``method="icm"``); a point estimate.
 
     Parameters
@@ -108,7 +95,8 @@ def _icm_engine(
         Floor of each emission variance, as a fraction of the feature's variance.
     max_iter, tol : stopping rule of :func:`~latentfs.core.driver.run_optimizer` (relative change of U in
         standardised coordinates, so that the stopping point does not depend on the data's scale).
-    seed : starting k-means labels.
+    seed : the starting k-means labels, drawn from the first generator spawned from the seed (the pipeline's
+        restart rule, :func:`~latentfs.core.pipeline.run_starts`).
     device : str or torch.device
         Where the sweeps and M-steps run (``"cpu"``, ``"cuda"``, ``"cuda:1"``), in float64; the k-means start
         and the 1-D search for η run on the host, and the result holds NumPy arrays.
@@ -119,7 +107,8 @@ def _icm_engine(
         Point sites ``interaction``, ``means`` (K, d), ``variance`` (K, d); ``extras["labels"]`` (H, W), the
         restored field; ``diagnostics["pseudo_log_likelihood"]``; ``diagnostics["at_bound"]`` lists
         ``"interaction"`` when the estimated η sits at ``interaction_max`` (with an
-        :class:`~latentfs.inference.hmrf.family.InteractionAtBoundWarning`). The fit is equivariant to an affine
+        :class:`~latentfs.inference.hmrf.family.InteractionAtBoundWarning`). The trace and
+        ``diagnostics["restart_objectives"]`` hold U in the data's units. The fit is equivariant to an affine
         change of each feature's units (the labels and η of c·y + b are those of y).
 
     Examples
@@ -132,44 +121,52 @@ def _icm_engine(
     >>> res.kind(), res.extras["labels"].shape
     ('point', (24, 24))
     """
-    max_iter, tol, seed, device = check_options(max_iter=max_iter, tol=tol, seed=seed, device=device)
-    reg = check_float("reg_covar", reg_covar, 0.0, remedy="Pass a small non-negative number, e.g. reg_covar=1e-6.")
-    fam = prepare(model, data, device=device)
-    fixed = check_interaction(interaction, model)
-    gen = make_generator(seed)
-    run = run_optimizer(
-        initial_state(fam, gen, reg, fixed),
-        lambda s: icm_step(fam, s, reg, fixed),
-        max_iter=max_iter,
-        tol=tol,
-        desc="ICM HiddenPotts",
-        progress=progress,
-        warn=warn,
-        callback=callback,
-    )
-    st = run.state
-    post = Posterior(
-        model=type(model).__name__,
-        method="icm",
-        dims=fam.dims(),
-        coords=fam.coords(),
-        trace=run.trace[None] + fam.n * fam.log_jacobian,
-        fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method="icm", warn=warn),
-        diagnostics={
-            "converged": bool(run.converged),
-            "n_iter": int(run.n_iter),
-            "objective": "sum_s log g(y_s | z_s) + eta * A(z) (log posterior of z up to log G(eta))",
-            "pseudo_log_likelihood": pseudo_log_likelihood(fam.onehot(st["labels"]), st["eta"]),
-            "interaction_estimated": fixed is None,
-            "observation_dim": "pixel",
-            "n_pixels": fam.n,
-            "reg_covar": reg,
-        },
-        extras={"labels": st["labels"].cpu().numpy().astype(np.int64)},
-        hyperparameters=model.hyperparameters(),
-    )
-    flag_interaction_at_bound(post, np.asarray(st["eta"]), model, estimated=fixed is None, warn=warn)
-    return post
+
+    method = "icm"
+    kind = "optimizer"
+    desc = "ICM"
+    remedies = "raise max_iter, loosen tol, or try another initialisation"
+    options = {
+        "interaction": INTERACTION,
+        "reg_covar": REG_COVAR,
+        "max_iter": shared("max_iter", 100),
+        "tol": shared("tol", 1e-10, "stop when the relative change of U (standardised coordinates) is at most this"),
+        "seed": shared("seed"),
+        "warn": shared("warn"),
+        "progress": shared("progress"),
+        "callback": shared("callback"),
+        "device": shared("device"),
+    }
+
+    def prepare(self, model: Any, data: Any, o: Options) -> PottsFit:
+        return prepare_fit(model, data, o, device=o.device)
+
+    def start(self, prep: PottsFit, o: Options, gen: torch.Generator, index: int) -> dict[str, Any]:
+        return initial_state(prep.fam, gen, prep.reg, prep.fixed)
+
+    def step(self, prep: PottsFit, o: Options, state: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        return icm_step(prep.fam, state, prep.reg, prep.fixed)
+
+    def export(self, prep: PottsFit, o: Options, outcome: Any) -> Export:
+        fam, st = prep.fam, outcome.run.state
+        return Export(
+            dims=fam.dims(),
+            coords=fam.coords(),
+            fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method="icm", warn=o.warn),
+            diagnostics={
+                "objective": "sum_s log g(y_s | z_s) + eta * A(z) (log posterior of z up to log G(eta))",
+                "pseudo_log_likelihood": pseudo_log_likelihood(fam.onehot(st["labels"]), st["eta"]),
+                "interaction_estimated": prep.fixed is None,
+                "observation_dim": "pixel",
+                "n_pixels": fam.n,
+                "reg_covar": prep.reg,
+            },
+            extras={"labels": st["labels"].cpu().numpy().astype(np.int64)},
+            trace=outcome.run.trace[None] + prep.jacobian,
+        )
+
+    def finalize(self, post: Any, prep: PottsFit, o: Options, outcome: Any) -> None:
+        finish_point_fit(post, prep, o, outcome.run.state["eta"])
 
 
-register(HiddenPotts, "icm")(_icm_engine)
+register_spec(PottsICM(), HiddenPotts)

@@ -25,24 +25,25 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.driver import make_generator, run_optimizer
-from latentfs.core.options import check_float, check_options
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.options import check_int
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.inference.hmrf.family import (
+    INTERACTION,
+    REG_COVAR,
     LatticeFamily,
-    check_interaction,
+    PottsFit,
     conditional_logits,
-    flag_interaction_at_bound,
+    finish_point_fit,
     maximise_pseudo_likelihood,
     point_fitted,
-    prepare,
+    prepare_fit,
     pseudo_log_likelihood,
 )
 from latentfs.inference.hmrf.icm import initial_state
 from latentfs.models.hmrf import HiddenPotts, checkerboard, neighbour_sum
 
-__all__ = ["fixed_point_residual", "mean_field_free_energy", "mean_field_sweep"]
+__all__ = ["PottsMeanField", "fixed_point_residual", "mean_field_free_energy", "mean_field_sweep"]
 
 
 def mean_field_sweep(fam: LatticeFamily, q: torch.Tensor, log_g: torch.Tensor, eta: float) -> torch.Tensor:
@@ -91,21 +92,7 @@ def mean_field_step(
     return {"q": q, "means": means, "variance": variance, "eta": eta}, value
 
 
-def _mean_field_engine(
-    model: Any,
-    data: Any,
-    *,
-    interaction: float | None = None,
-    inner_iters: int = 5,
-    reg_covar: float = 1e-6,
-    max_iter: int = 500,
-    tol: float = 1e-6,
-    seed: Any = 0,
-    warn: bool = True,
-    progress: bool | None = None,
-    callback: Any = None,
-    device: str | torch.device = "cpu",
-) -> Posterior:
+class PottsMeanField(EngineSpec):
     """Mean-field EM (:func:`latentfs.fit` with ``method="mean_field"``); a point estimate of θ with the
     mean-field label probabilities.
 
@@ -135,8 +122,9 @@ def _mean_field_engine(
         Point sites ``interaction``, ``means``, ``variance``; ``extras["label_probabilities"]`` (H, W, K),
         q at its fixed point for the returned θ, and ``extras["labels"]`` its argmax;
         ``diagnostics["fixed_point_residual"]``; ``diagnostics["at_bound"]`` (``["interaction"]`` when the
-        estimated η sits at ``interaction_max``, else ``[]``). The fit is equivariant to an affine change of each
-        feature's units (the labels and η of c·y + b are those of y).
+        estimated η sits at ``interaction_max``, else ``[]``). The trace, ``diagnostics["free_energy"]`` and
+        ``diagnostics["restart_objectives"]`` hold F in the data's units. The fit is equivariant to an affine
+        change of each feature's units (the labels and η of c·y + b are those of y).
 
     Examples
     --------
@@ -148,51 +136,61 @@ def _mean_field_engine(
     >>> res.extras["label_probabilities"].shape
     (24, 24, 2)
     """
-    max_iter, tol, seed, inner, device = check_options(max_iter=max_iter, tol=tol, seed=seed, inner_iters=inner_iters,
-                                                       device=device)
-    reg = check_float("reg_covar", reg_covar, 0.0, remedy="Pass a small non-negative number, e.g. reg_covar=1e-6.")
-    fam = prepare(model, data, device=device)
-    fixed = check_interaction(interaction, model)
-    gen = make_generator(seed)
-    start = initial_state(fam, gen, reg, fixed)
-    q0 = 0.9 * fam.onehot(start["labels"]) + 0.1 / fam.k
-    run = run_optimizer(
-        {"q": q0, "means": start["means"], "variance": start["variance"], "eta": start["eta"]},
-        lambda s: mean_field_step(fam, s, reg, fixed, inner),
-        max_iter=max_iter,
-        tol=tol,
-        desc="mean-field EM HiddenPotts",
-        progress=progress,
-        warn=warn,
-        callback=callback,
-    )
-    st = run.state
-    log_g = fam.standard_log_emission(st["means"], st["variance"])
-    q = _solve(fam, st["q"], log_g, st["eta"], 2000, tol=1e-12)
-    post = Posterior(
-        model=type(model).__name__,
-        method="mean_field",
-        dims=fam.dims(),
-        coords=fam.coords(),
-        trace=run.trace[None] + fam.n * fam.log_jacobian,
-        fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method="mean_field", warn=warn),
-        diagnostics={
-            "converged": bool(run.converged),
-            "n_iter": int(run.n_iter),
-            "objective": "mean-field free energy F(q, theta), a lower bound on log f(y | theta) + log G(eta)",
-            "free_energy": mean_field_free_energy(q, log_g, st["eta"]) + fam.n * fam.log_jacobian,
-            "fixed_point_residual": fixed_point_residual(q, log_g, st["eta"]),
-            "pseudo_log_likelihood": pseudo_log_likelihood(q, st["eta"]),
-            "interaction_estimated": fixed is None,
-            "observation_dim": "pixel",
-            "n_pixels": fam.n,
-            "reg_covar": reg,
-        },
-        extras={"label_probabilities": q.cpu().numpy(), "labels": q.argmax(-1).cpu().numpy().astype(np.int64)},
-        hyperparameters=model.hyperparameters(),
-    )
-    flag_interaction_at_bound(post, np.asarray(st["eta"]), model, estimated=fixed is None, warn=warn)
-    return post
+
+    method = "mean_field"
+    kind = "optimizer"
+    desc = "mean-field EM"
+    remedies = "raise max_iter, loosen tol, or try another initialisation"
+    options = {
+        "interaction": INTERACTION,
+        "inner_iters": Option(5, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
+                              "checkerboard mean-field sweeps per E-step"),
+        "reg_covar": REG_COVAR,
+        "max_iter": shared("max_iter", 500),
+        "tol": shared("tol", 1e-6, "stop when the relative change of F (standardised coordinates) is at most this"),
+        "seed": shared("seed"),
+        "warn": shared("warn"),
+        "progress": shared("progress"),
+        "callback": shared("callback"),
+        "device": shared("device"),
+    }
+
+    def prepare(self, model: Any, data: Any, o: Options) -> PottsFit:
+        return prepare_fit(model, data, o, device=o.device)
+
+    def start(self, prep: PottsFit, o: Options, gen: torch.Generator, index: int) -> dict[str, Any]:
+        """ICM's k-means start, its labels softened to q = 0.9 · one-hot + 0.1 / K."""
+        start = initial_state(prep.fam, gen, prep.reg, prep.fixed)
+        q0 = 0.9 * prep.fam.onehot(start["labels"]) + 0.1 / prep.fam.k
+        return {"q": q0, "means": start["means"], "variance": start["variance"], "eta": start["eta"]}
+
+    def step(self, prep: PottsFit, o: Options, state: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        return mean_field_step(prep.fam, state, prep.reg, prep.fixed, o.inner_iters)
+
+    def export(self, prep: PottsFit, o: Options, outcome: Any) -> Export:
+        fam, st = prep.fam, outcome.run.state
+        log_g = fam.standard_log_emission(st["means"], st["variance"])
+        q = _solve(fam, st["q"], log_g, st["eta"], 2000, tol=1e-12)  # the E-step to its fixed point at the final θ
+        return Export(
+            dims=fam.dims(),
+            coords=fam.coords(),
+            fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method="mean_field", warn=o.warn),
+            diagnostics={
+                "objective": "mean-field free energy F(q, theta), a lower bound on log f(y | theta) + log G(eta)",
+                "free_energy": mean_field_free_energy(q, log_g, st["eta"]) + prep.jacobian,
+                "fixed_point_residual": fixed_point_residual(q, log_g, st["eta"]),
+                "pseudo_log_likelihood": pseudo_log_likelihood(q, st["eta"]),
+                "interaction_estimated": prep.fixed is None,
+                "observation_dim": "pixel",
+                "n_pixels": fam.n,
+                "reg_covar": prep.reg,
+            },
+            extras={"label_probabilities": q.cpu().numpy(), "labels": q.argmax(-1).cpu().numpy().astype(np.int64)},
+            trace=outcome.run.trace[None] + prep.jacobian,
+        )
+
+    def finalize(self, post: Any, prep: PottsFit, o: Options, outcome: Any) -> None:
+        finish_point_fit(post, prep, o, outcome.run.state["eta"])
 
 
-register(HiddenPotts, "mean_field")(_mean_field_engine)
+register_spec(PottsMeanField(), HiddenPotts)

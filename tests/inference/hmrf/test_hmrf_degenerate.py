@@ -181,3 +181,18 @@ def test_variances_beyond_float64_are_reported_with_a_warning():
     with pytest.warns(DataWarning, match=r"exceed the float64 range .* reported as inf"):
         res = latentfs.fit(HiddenPotts(2), sim["data"] * 1e300, method="icm", seed=0)
     assert np.isinf(res.mean("variance")).all() and np.isfinite(res.mean("means")).all()
+
+
+def test_gibbs_draws_are_checked_before_they_are_mapped_to_the_data_units():
+    """The pipeline aligns the draws and checks R̂/ESS in standardised coordinates; the engine maps them to the
+    data's units afterwards (PottsGibbs.after_align): × 1e300 gives the variances' R̂ of the original, finite,
+    though the variances themselves are beyond float64."""
+    sim = _field(precision=4.0, shape=(16, 16), seed=3)
+    base = latentfs.fit(HiddenPotts(2), sim["data"], method="gibbs", seed=0, warn=False, **GIBBS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        scaled = latentfs.fit(HiddenPotts(2), sim["data"] * 1e300, method="gibbs", seed=0, warn=False, **GIBBS)
+    assert np.isinf(scaled.samples("variance")).all()
+    assert np.isfinite(scaled.diagnostics["convergence"]["variance"]["r_hat_max"])
+    assert scaled.diagnostics["convergence"] == base.diagnostics["convergence"]
+    assert scaled.alignment == base.alignment

@@ -85,3 +85,31 @@ def test_icm_options_are_checked(field):
         latentfs.fit(HiddenPotts(2), data, method="icm", seed=1.5)
     with pytest.raises(DataError, match=r"X must be a 2-D lattice"):
         latentfs.fit(HiddenPotts(2), data.ravel(), method="icm")
+
+
+@pytest.mark.parametrize("method", ["icm", "mean_field"])
+def test_the_pipeline_runs_one_start_from_the_first_spawned_generator(method):
+    """ICM and mean-field EM are pipeline specs: one start, drawn from the first generator spawned from the seed
+    (the one restart rule; on this field the k-means start of seed 4 differs from that of a generator seeded
+    with 4 itself), with the pipeline's run diagnostics; the objective the start reached is the trace's last
+    value, both in the data's units."""
+    from latentfs.core.driver import chain_generators
+    from latentfs.inference.hmrf.family import prepare as prepare_lattice
+    from latentfs.inference.hmrf.icm import icm_objective
+    from latentfs.inference.hmrf.mean_field import mean_field_free_energy
+
+    sim = HiddenPotts(3).simulate((14, 14), params={"interaction": 0.8, "means": [[0.0], [2.0], [4.0]],
+                                                    "precision": [[1.5], [1.5], [1.5]]}, seed=2)
+    data = sim["data"] * 1e3 + 5.0  # a scale at which the data's units and the standardised ones differ
+    res = latentfs.fit(HiddenPotts(3), data, method=method, seed=4)
+    assert res.diagnostics["seed"] == 4 and res.diagnostics["best_restart"] == 0
+    assert res.diagnostics["interrupted"] is False
+    assert res.diagnostics["restart_objectives"] == [res.trace[0, -1]]
+    fam = prepare_lattice(HiddenPotts(3), data)
+    start = initial_state(fam, chain_generators(4, 1)[0], 1e-6, None)
+    log_g = fam.standard_log_emission(start["means"], start["variance"])
+    if method == "icm":
+        value = icm_objective(fam, start["labels"], log_g, start["eta"])
+    else:
+        value = mean_field_free_energy(0.9 * fam.onehot(start["labels"]) + 0.1 / 3, log_g, start["eta"])
+    assert res.trace[0, 0] == value + fam.n * fam.log_jacobian
