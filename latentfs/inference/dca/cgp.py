@@ -46,10 +46,11 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from latentfs.core.data import DataError
-from latentfs.core.driver import OptimizerRun, chain_generators, run_optimizer, run_restarts
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
+from latentfs.core.data import DataError, check_choice
+from latentfs.core.driver import chain_generators
+from latentfs.core.options import check_dtype, check_int
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import (
     DCAData,
@@ -59,6 +60,7 @@ from latentfs.inference.dca.common import (
     prepare,
     resolve_model,
 )
+from latentfs.inference.dca.em import _on_device
 from latentfs.inference.dca.hyper import check_learn, with_hyperparameters, zero_fraction
 from latentfs.inference.dca.vb import exp_expected_log_theta, theta_objective
 from latentfs.models.dca import ConditionalGammaPoissonDCA
@@ -215,29 +217,33 @@ def q_zero_probability(state: CGPState, hyper: dict[str, torch.Tensor]) -> torch
     return torch.where(state.active, torch.zeros_like(p0), p0)
 
 
-def fit_cgp_vb(
-    model: ConditionalGammaPoissonDCA,
-    X: Any,
-    *,
-    max_iter: int = 500,
-    tol: float = 1e-6,
-    inner_iters: int = 1,
-    seed: int | torch.Generator | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    empty_documents: str = "error",
-    progress: bool | None = None,
-    warn: bool = True,
-    learn_rho: bool = False,
-    learn_alpha: bool = False,
-    learn_beta: bool = False,
-    num_draws: int = 200,
-    init: CGPState | None = None,
-    callback: Any = None,
-    learn_after: int = 20,
-    n_init: int = 1,
-) -> Posterior:
-    """Fit a CGP model by the spike-and-slab mean field (module docstring); ``fit(model, X, method="vb")``.
+@dataclass
+class _CGPTrack:
+    """What one start's run carries besides its state: its hyperparameters (ρ may be learned), the bound per cycle
+    and ρ's values per cycle."""
+
+    hyper: dict[str, torch.Tensor]
+    bounds: list[float]
+    rho_trace: list[np.ndarray]
+
+
+def _no_learning(name: str, value: Any) -> Any:
+    if value is not False:
+        raise DataError(
+            "learn_alpha and learn_beta are not available for ConditionalGammaPoissonDCA with method='vb'; use "
+            "method='gibbs', or learn_rho=True only."
+        )
+    return value
+
+
+def _learn_after(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise DataError(f"{name} must be a non-negative integer (cycles before learning); got {value!r}.")
+    return int(value)
+
+
+class CGPVB(EngineSpec):
+    """A CGP model by the spike-and-slab mean field (module docstring); ``fit(model, X, method="vb")``.
 
     Parameters
     ----------
@@ -280,65 +286,103 @@ def fit_cgp_vb(
     >>> result.extras["doc_scores_mean"].shape == (X.shape[0], 2)
     True
     """
-    if learn_alpha is not False or learn_beta is not False:
-        raise DataError(
-            "learn_alpha and learn_beta are not available for ConditionalGammaPoissonDCA with method='vb'; use "
-            "method='gibbs', or learn_rho=True only."
-        )
-    learn = check_learn(model, learn_rho=learn_rho)
-    if isinstance(learn_after, bool) or not isinstance(learn_after, (int, np.integer)) or learn_after < 0:
-        raise DataError(f"learn_after must be a non-negative integer (cycles before learning); got {learn_after!r}.")
-    max_iter, tol, inner_iters, num_draws, n_init, seed = check_options(
-        max_iter=max_iter, tol=tol, inner_iters=inner_iters, num_draws=num_draws, n_init=n_init, seed=seed
-    )
-    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
-    model = cast(ConditionalGammaPoissonDCA, resolve_model(model, data))
-    hyper0 = _cgp_hyper(model, data)
-    gens = chain_generators(seed, n_init, device)
-    if init is not None:
-        expect = ((data.n_documents, model.n_components), (model.n_components, data.n_features))
-        if (tuple(init.doc_shape.shape), tuple(init.topic_word.shape)) != expect:
-            raise DataError(f"init must hold doc_shape {expect[0]} and topic_word {expect[1]}; got other shapes.")
 
-    def one(r: int) -> OptimizerRun:
-        state = init if (init is not None and r == 0) else cgp_vb_init(model, data, gens[r])
-        hyper = dict(hyper0)
-        bounds: list[float] = []
-        rho_trace: list[np.ndarray] = []
+    method = "vb"
+    kind = "optimizer"
+    desc = "ConditionalGammaPoissonDCA VB"
+    remedies = "raise max_iter, loosen tol, or use inner_iters > 1"
+    options = {
+        "max_iter": shared("max_iter", 500),
+        "tol": shared("tol", 1e-6),
+        "inner_iters": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1", "document steps per cycle"),
+        "seed": shared("seed"),
+        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
+                        "float64 (default) or float32"),
+        "device": shared("device"),
+        "empty_documents": Option("error", lambda n, v: check_choice(n, v, ("error", "drop", "keep")), "str",
+                                  "what to do with documents without tokens: 'error', 'drop' or 'keep'"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+        "learn_rho": Option(False, None, "bool", "learn ρ (the share of components switched off)"),
+        "learn_alpha": Option(False, _no_learning, "False", "not available with VB (method='gibbs')"),
+        "learn_beta": Option(False, _no_learning, "False", "not available with VB (method='gibbs')"),
+        "num_draws": Option(200, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
+                            "draws from q(l) stored as the doc_scores site"),
+        "init": Option(None, None, "CGPState or None", "warm start of the first start"),
+        "callback": shared("callback"),
+        "learn_after": Option(20, _learn_after, "int ≥ 0", "cycles with ρ fixed before learning starts"),
+        "n_init": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1", "independent random starts"),
+    }
 
-        def step(s: CGPState) -> tuple[CGPState, float]:
-            new, objective, bound = cgp_vb_step(model, data, s, hyper, inner_iters)
-            bounds.append(bound)
-            if learn:
-                if len(bounds) > learn_after:
-                    hyper["rho"] = zero_fraction(q_zero_probability(new, hyper), floor=RHO_FLOOR)
-                rho_trace.append(hyper["rho"].cpu().numpy().copy())
-            return new, objective
+    def describe(self, model_name: str) -> str:
+        return self.desc
 
-        run = run_optimizer(
-            state, step, max_iter=max_iter, tol=tol, desc="ConditionalGammaPoissonDCA VB", progress=progress,
-            warn=False, callback=callback,
-        )
-        run.info.update(hyper=hyper, bounds=bounds, rho_trace=rho_trace)
-        return run
+    def prepare(self, model: Any, X: Any, o: Options) -> Any:
+        from types import SimpleNamespace
 
-    run, runs = run_restarts(n_init, one, warn=warn, desc="ConditionalGammaPoissonDCA VB",
-                             remedies="raise max_iter, loosen tol, or use inner_iters > 1")
-    hyper, bounds, rho_trace = run.info["hyper"], run.info["bounds"], run.info["rho_trace"]
-    gen = gens[0]
-    if learn:
-        model = with_hyperparameters(model, rho=hyper["rho"])
-    post = _posterior(model, data, run, hyper, bounds, rho_trace, num_draws, gen)
-    post.diagnostics["restart_objectives"] = [r.objective for r in runs]
-    post.diagnostics["n_init"] = n_init
-    return post
+        learn = check_learn(model, learn_rho=o.learn_rho)
+        data = prepare(X, dtype=o.dtype, device=o.device, empty_documents=o.empty_documents)
+        model = cast(ConditionalGammaPoissonDCA, resolve_model(model, data))
+        if o.init is not None:
+            expect = ((data.n_documents, model.n_components), (model.n_components, data.n_features))
+            if (tuple(o.init.doc_shape.shape), tuple(o.init.topic_word.shape)) != expect:
+                raise DataError(f"init must hold doc_shape {expect[0]} and topic_word {expect[1]}; got other shapes.")
+        return SimpleNamespace(model=model, data=data, learn=learn, hyper0=_cgp_hyper(model, data))
+
+    def n_starts(self, prep: Any, o: Options) -> int:
+        return int(o.n_init)
+
+    def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> Any:
+        if o.init is not None and index == 0:
+            state = o.init
+        else:
+            state = cgp_vb_init(prep.model, prep.data, _on_device(gen, prep.data.device))
+        return state, _CGPTrack(dict(prep.hyper0), [], [])
+
+    def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
+        s, track = state
+        new, objective, bound = cgp_vb_step(prep.model, prep.data, s, track.hyper, o.inner_iters)
+        track.bounds.append(bound)
+        if prep.learn:
+            if len(track.bounds) > o.learn_after:
+                track.hyper["rho"] = zero_fraction(q_zero_probability(new, track.hyper), floor=RHO_FLOOR)
+            track.rho_trace.append(track.hyper["rho"].cpu().numpy().copy())
+        return (new, track), objective
+
+    def report(self, o: Options) -> Any:
+        callback = o.callback
+        return None if callback is None else (lambda it, state, value: callback(it, state[0], value))
+
+    def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
+        return dict(prep.model.hyperparameters())
+
+    def export(self, prep: Any, o: Options, outcome: Any) -> Export:
+        run = outcome.run
+        state, track = run.state
+        # q(l)'s draws come from the first start's generator after its random start (replayed here, so the
+        # draws do not depend on where the starts ran)
+        gen = _on_device(chain_generators(o.seed, 1)[0], prep.data.device)
+        if o.init is None:
+            cgp_vb_init(prep.model, prep.data, gen)
+        return _export(prep.model, prep.data, run, state, track, o.num_draws, gen, o.n_init)
+
+    def finalize(self, post: Any, prep: Any, o: Options, outcome: Any) -> None:
+        track = outcome.run.state[1]
+        if prep.learn:
+            post.hyperparameters = dict(with_hyperparameters(prep.model, rho=track.hyper["rho"]).hyperparameters())
+        if track.rho_trace:
+            post.hyperparameters["learned"] = ["rho"]
 
 
-def _posterior(
-    model: ConditionalGammaPoissonDCA, data: DCAData, run: Any, hyper: dict[str, torch.Tensor],
-    bounds: list[float], rho_trace: list[np.ndarray], num_draws: int, gen: torch.Generator,
-) -> Posterior:
-    state: CGPState = run.state
+#: the spec, callable as ``fit_cgp_vb(model, X, **options)`` (the pipeline runs it)
+fit_cgp_vb = register_spec(CGPVB(), ConditionalGammaPoissonDCA)
+
+
+def _export(
+    model: ConditionalGammaPoissonDCA, data: DCAData, run: Any, state: CGPState, track: _CGPTrack, num_draws: int,
+    gen: torch.Generator, n_init: int,
+) -> Export:
+    hyper, bounds, rho_trace = track.hyper, track.bounds, track.rho_trace
     exp_theta = exp_expected_log_theta(state.topic_word, "chapter")
     exp_doc = _exp_elog(state.doc_shape, state.active, hyper)
     ratio = data.values / data.rates_at_nonzeros(exp_doc, exp_theta)
@@ -360,28 +404,18 @@ def _posterior(
         "kept_documents": data.counts.kept_documents,
         "doc_lengths": data.counts.doc_lengths,
     }
-    hyperparameters = model.hyperparameters()
     if rho_trace:
         extras["rho_trace"] = np.asarray(rho_trace[: run.n_iter])
-        hyperparameters["learned"] = ["rho"]
-    return Posterior(
-        model=type(model).__name__,
-        method="vb",
-        dims=dims,
-        coords=coords,
-        trace=run.trace,
-        draws={"doc_scores": draws[None]},
+    return Export(
+        dims=dims, coords=coords, draws={"doc_scores": draws[None]},
         fitted={"topic_word": {"family": "dirichlet", "concentration": to_np(stats + hyper["gamma"])}},
         diagnostics={
-            "converged": run.converged,
-            "interrupted": run.interrupted,
-            "n_iter": run.n_iter,
             "objective": run.objective,
             "bound": bounds[run.n_iter - 1] if run.n_iter else None,
             "observation_dim": "document",
+            "n_init": n_init,
         },
         extras=extras,
-        hyperparameters=hyperparameters,
     )
 
 
@@ -424,4 +458,3 @@ def cgp_fold_in(
     }
 
 
-register(ConditionalGammaPoissonDCA, "vb")(fit_cgp_vb)
