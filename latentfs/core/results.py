@@ -751,7 +751,7 @@ class Posterior:
         kwargs: dict[str, Any] = {}
         log_lik = self.pointwise_log_likelihood() if not fitted or num_draws is not None else None
         if log_lik is not None and self.kind() != "point":
-            observed = self.diagnostics.get("observed_site", "counts")
+            observed = self.diagnostics.get("observed_site") or _observed_site(self.model)
             kwargs["log_likelihood"] = {observed: log_lik}
             dims[observed] = [self.diagnostics.get("observation_dim", "document")]
         if self.sample_stats:
@@ -1176,6 +1176,13 @@ def _model_class(name: str) -> type | None:
     if registered() is None:
         _load_engines()
     return registered()
+
+
+def _observed_site(name: str) -> str:
+    """The Pyro site of a model's observations (its ``observed_site``: ``"data"`` for continuous rows, ``"items"``
+    for answers, ``"counts"`` for documents), the name of its log-likelihood variable in an ArviZ export."""
+    cls = _model_class(name)
+    return str(getattr(cls, "observed_site", "counts"))
 
 
 def _check_header_model(path: Path, meta: dict[str, Any]) -> type | None:

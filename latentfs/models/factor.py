@@ -184,6 +184,9 @@ class FactorAnalysis:
     ((50, 4), (50, 2))
     """
 
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "data"
+
     default_method = "em"
 
     def __init__(
@@ -437,6 +440,9 @@ class MixtureOfFactorAnalyzers:
     >>> sim["data"].shape, sorted(set(sim["assignment"].tolist()))
     ((40, 3), [0, 1])
     """
+
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "data"
 
     default_method = "em"
 

@@ -96,6 +96,9 @@ class HDDAModel:
     ((50, 6), (2, 6, 2), True)
     """
 
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "X"
+
     default_method = "em"
 
     def __init__(

@@ -250,6 +250,9 @@ def _check_lengths_arg(n_sequences: Any, length: Any) -> np.ndarray:
 class _HMMBase:
     """K, the Dirichlet priors of π and the rows of A, the chain over time, scoped simulation."""
 
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "data"
+
     default_method = "em"
     data_kind = "sequences"  # rows in time order, several sequences by lengths= (latentfs.core.registry.data_kind)
     n_components: int

@@ -203,6 +203,9 @@ class HiddenPotts:
     ((16, 16), (16, 16, 1))
     """
 
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "data"
+
     default_method = "icm"
     data_site = "data"
     data_kind = "lattice"

@@ -87,6 +87,9 @@ class LatentTrait:
     [0.0, 1.0]
     """
 
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "items"
+
     default_method = "em"
     data_site = "items"
 

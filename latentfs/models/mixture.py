@@ -124,6 +124,9 @@ class GaussianMixture(_MixtureBase):
     ((50, 3), (2, 3), (2, 3))
     """
 
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "data"
+
     data_site = "data"
 
     def __init__(
@@ -398,6 +401,9 @@ class LatentClass(_MixtureBase):
     ((20, 4), 9)
     """
 
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "items"
+
     data_site = "items"
 
     def __init__(
@@ -602,6 +608,9 @@ class UnivariateMixtureK(_MixtureBase):
     >>> sim["data"].shape, sim["means"].shape, sim["precision"].shape
     ((40,), (3,), (3,))
     """
+
+    #: the Pyro site of the observations: the name of the result's log-likelihood variable in ArviZ
+    observed_site = "data"
 
     data_site = "data"
     default_method = "rjmcmc"

@@ -68,7 +68,10 @@ class HMMGibbs(EngineSpec):
     """Block Gibbs with forward-filtering backward-sampling (:func:`latentfs.fit` with ``method="gibbs"``).
 
     Each chain starts from k-means (Gaussian) or random (categorical) states, as EM does, draws θ given
-    them, then alternates z | θ (FFBS) and θ | z. Draws are relabelled per draw on every state-indexed site
+    them, then alternates z | θ (FFBS) and θ | z. Each kept draw of θ comes with every sequence's forward
+    log-likelihood log f(y_s | θ) (the ``log_likelihood`` group, ``observation_dim="sequence"``: what ``az.loo``
+    and ``az.waic`` assume, the states integrated out), taken from the forward pass of the sweep that starts from
+    that θ. Draws are relabelled per draw on every state-indexed site
     jointly (``Posterior.align``; both axes of ``transmat`` follow), then R̂ and ESS are checked
     (``Posterior.check_convergence``, a ConvergenceWarning when ``warn``), by the pipeline.
 
@@ -115,10 +118,16 @@ class HMMGibbs(EngineSpec):
 
     def sample(self, prep: Any, o: Options, state: dict[str, Any], gen: torch.Generator) -> tuple[Any, float]:
         params, states, seq_ll = gibbs_sweep(prep.fam, state["params"], prep.prior, gen)
-        return {"params": params, "states": states, "seq_ll": seq_ll}, float(seq_ll.sum())
+        # the sweep's forward pass gave each sequence's log f(y_s | θ) at the θ it started from: that θ is kept
+        # with it, so a kept draw's pointwise log-likelihood costs nothing (a forward pass per kept draw would
+        # add half a sweep)
+        return {"params": params, "states": states, "seq_ll": seq_ll, "kept": state["params"]}, float(seq_ll.sum())
 
     def collect(self, prep: Any, o: Options, state: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = prep.fam.export(state["params"])
+        # the draw kept is the θ the last sweep started from, with its per-sequence log-likelihood: the chain's
+        # draws are those of the θ sequence one step earlier, each paired with its own log f(y_s | θ)
+        out: dict[str, Any] = prep.fam.export(state["kept"])
+        out["_seq_loglik"] = state["seq_ll"].cpu().numpy()
         return out
 
     def hyperparameters(self, model: Any, prep: Any, o: Options) -> dict[str, Any]:
@@ -126,8 +135,10 @@ class HMMGibbs(EngineSpec):
 
     def export(self, prep: Any, o: Options, outcome: Any) -> Export:
         fam, model = prep.fam, prep.model
+        draws = dict(outcome.draws)
+        seq_ll = draws.pop("_seq_loglik")
         return Export(
-            dims=fam.dims(), coords=fam.coords(), draws=dict(outcome.draws),
+            dims=fam.dims(), coords=fam.coords(), draws=draws, log_likelihood=seq_ll,
             diagnostics={"observation_dim": "sequence", "num_warmup": int(o.num_warmup), "n_observations": fam.n,
                          "n_sequences": len(fam.data.lengths), "n_parameters": model.n_parameters(fam.n_features)},
             extras={"lengths": fam.data.lengths},
