@@ -97,19 +97,21 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from scipy.special import gammaln
 
-from latentfs.core.data import DataError, check_int, check_seed
-from latentfs.core.driver import run_sampler
-from latentfs.core.registry import register
+from latentfs.core.data import DataError, check_int
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
 from latentfs.models.mixture import UnivariateMixtureK
 
 __all__ = [
+    "RJMCMC",
     "RJState",
     "log_joint",
     "merge_inverse",
@@ -519,57 +521,51 @@ class _Sampler:
 
 
 # ----------------------------------------------------------------------------- the engine
-def _check_power(prior_only: Any) -> float:
-    if not isinstance(prior_only, (bool, np.bool_)):
-        raise DataError(f"prior_only must be True or False; got {prior_only!r}.")
-    return 0.0 if prior_only else 1.0
+def _prior_only(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise DataError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
 
 
-def _rjmcmc_engine(
-    model: UnivariateMixtureK,
-    data: Any,
-    *,
-    num_chains: int = 2,
-    num_warmup: int = 2000,
-    num_samples: int = 10000,
-    thin: int = 1,
-    seed: Any = 0,
-    init_k: int | None = None,
-    prior_only: bool = False,
-    progress: bool | None = None,
-    warn: bool = True,
-) -> Posterior:
+@dataclass
+class RJFit:
+    """What one ``rjmcmc`` fit works on: the data in the sampler's units, the map back, the prior there, the
+    sweep, the log Jacobian log f(y | θ) − log f(y' | θ') = −n log R, and the checked ``init_k``."""
+
+    model: UnivariateMixtureK
+    y: np.ndarray
+    units: DataUnits
+    prior: dict[str, float]
+    sampler: _Sampler
+    power: float
+    log_jacobian: float
+    init_k: int | None
+
+
+class RJMCMC(EngineSpec):
     """Richardson & Green's (1997) reversible-jump sampler (:func:`latentfs.fit` with ``method="rjmcmc"``).
 
-    Parameters
-    ----------
-    model : UnivariateMixtureK
-        Its ``max_components`` is k_max; the prior on k is uniform on 1..k_max.
-    data : array (n,) or (n, 1)
-    num_chains, num_warmup, num_samples, thin : int
-        Sweeps per chain: ``num_warmup + num_samples × thin``; one draw is kept every ``thin`` sweeps.
-    seed : int or None
-    init_k : int, optional
-        Starting k of every chain; by default chain c starts at a k drawn uniformly from 1..min(k_max, 10)
-        (dispersed starts, so that R̂ on k means something).
-    prior_only : bool, default False
-        Drop the likelihood of y given z: the chain then samples the prior (a check of the sampler).
-    warn : bool
-        Warn (:class:`~latentfs.core.driver.ConvergenceWarning`) when R̂ / ESS of k are poor.
+    Options (``option_table``): ``num_chains`` (2), ``num_warmup`` (2000), ``num_samples`` (10000), ``thin`` (1):
+    sweeps per chain ``num_warmup + num_samples × thin``, one draw kept every ``thin`` sweeps; ``seed``;
+    ``init_k``: the starting k of every chain, by default chain c starts at a k drawn uniformly from
+    1..min(k_max, 10) (dispersed starts, so that R̂ on k means something); ``prior_only``: drop the likelihood of
+    y given z, the chain then samples the prior (a check of the sampler); ``progress``; ``warn``. The model's
+    ``max_components`` is k_max; the prior on k is uniform on 1..k_max.
 
-    Returns
-    -------
-    Posterior
-        Draws (chain, draw, …): ``k`` (), ``beta`` (), and ``weights``, ``means``, ``variances`` stored as
-        (chain, draw, k_max) arrays, the components of a draw with k components in the first k slots in
-        increasing order of their means and NaN after (the draws are ragged across k; R&G's ordering is
-        the labelling, so no relabelling is done). ``extras["k_posterior"]`` (k_max,) is p(k | y) from
-        all draws, ``extras["k_prior"]`` the prior; ``diagnostics["acceptance"]`` gives the acceptance
-        rate of each move type; R̂ / ESS of k are in ``diagnostics["convergence"]``. ``sample_stats
-        ["total_log_likelihood"]`` holds log f(y | θ) per draw. ``diagnostics["collapsed"]`` lists components
-        whose variance sat at the floor (tied data; module docstring), [] when none. Means, variances, β and
-        log-likelihoods are in the data's units (the sampler runs on the standardised data). Ctrl-C keeps the
-        draws made so far.
+    The pipeline runs the chains (chain c from the c-th generator spawned from the seed), records the seed and
+    the run diagnostics and checks R̂ / ESS of every sampled site, on the standardised data
+    (:class:`~latentfs.core.driver.ConvergenceWarning` when ``warn``); :meth:`after_align` then maps the draws to the
+    data's units. No relabelling: R&G's ordering of the means is the labelling.
+
+    Returns a Posterior with draws (chain, draw, …): ``k`` (), ``beta`` (), and ``weights``, ``means``,
+    ``variances`` stored as (chain, draw, k_max) arrays, the components of a draw with k components in the first
+    k slots in increasing order of their means and NaN after (the draws are ragged across k).
+    ``extras["k_posterior"]`` (k_max,) is p(k | y) from all draws, ``extras["k_prior"]`` the prior;
+    ``diagnostics["acceptance"]`` gives the acceptance rate of each move type; R̂ / ESS are in
+    ``diagnostics["convergence"]`` (of a padded site, on the slots filled in every draw). ``sample_stats
+    ["total_log_likelihood"]`` holds log f(y | θ) per draw. ``diagnostics["collapsed"]`` lists components whose
+    variance sat at the floor (tied data; module docstring), [] when none. Means, variances, β and log-likelihoods
+    are in the data's units (the sampler runs on the standardised data). Ctrl-C keeps the draws made so far.
 
     Examples
     --------
@@ -581,121 +577,138 @@ def _rjmcmc_engine(
     >>> post.samples("k").shape, int(np.argmax(post.extras["k_posterior"])) + 1
     ((2, 500), 2)
     """
-    if not isinstance(model, UnivariateMixtureK):
-        raise DataError(f"model must be a UnivariateMixtureK; got {type(model).__name__}.")
-    seed = check_seed(seed)
-    num_chains = check_int("num_chains", num_chains, low=1, remedy="Pass num_chains=2 or more to check R-hat on k.")
-    num_warmup = check_int("num_warmup", num_warmup, low=0)
-    num_samples = check_int("num_samples", num_samples, low=1, remedy="Pass a positive number of draws, e.g. 10000.")
-    thin = check_int("thin", thin, low=1)
-    kmax = model.max_components
-    if init_k is not None:
-        init_k = check_int("init_k", init_k, low=1, high=kmax, remedy="Pass a starting k within 1..max_components.")
-    power = _check_power(prior_only)
-    raw = model.check_data(data, name="data")
-    units = DataUnits.of(raw)
-    y = units.standardise(raw)
-    prior = units.standard_prior(model, y)
-    sampler = _Sampler(y, prior, kmax, power)
-    log_jacobian = -y.size * units.log_range  # log f(y | θ) in the data's units minus that of y'
 
-    def init_fn(gen: torch.Generator) -> RJState:
+    method = "rjmcmc"
+    kind = "sampler"
+    desc = "RJMCMC"
+    options = {
+        "num_chains": shared("num_chains", 2),
+        "num_warmup": shared("num_warmup", 2000),
+        "num_samples": shared("num_samples", 10000),
+        "thin": shared("thin"),
+        "seed": shared("seed"),
+        # its rule needs the model's max_components: checked in prepare
+        "init_k": Option(None, None, "int in 1..max_components, or None",
+                         "the starting k of every chain; None draws it uniformly from 1..min(max_components, 10)"),
+        "prior_only": Option(False, _prior_only, "bool", "drop the likelihood of the data: sample the prior"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+    }
+
+    def prepare(self, model: Any, data: Any, o: Options) -> RJFit:
+        if not isinstance(model, UnivariateMixtureK):
+            raise DataError(f"model must be a UnivariateMixtureK; got {type(model).__name__}.")
+        kmax = model.max_components
+        init_k = None if o.init_k is None else check_int(
+            "init_k", o.init_k, low=1, high=kmax, remedy="Pass a starting k within 1..max_components.")
+        power = 0.0 if o.prior_only else 1.0
+        raw = model.check_data(data, name="data")
+        units = DataUnits.of(raw)
+        y = units.standardise(raw)
+        prior = units.standard_prior(model, y)
+        return RJFit(model, y, units, prior, _Sampler(y, prior, kmax, power), power, -y.size * units.log_range,
+                     init_k)
+
+    def init(self, prep: RJFit, o: Options, gen: torch.Generator) -> RJState:
+        y, kmax = prep.y, prep.model.max_components
         rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=gen).item()))
-        k = init_k if init_k is not None else int(rng.integers(1, min(kmax, 10) + 1))
+        k = prep.init_k if prep.init_k is not None else int(rng.integers(1, min(kmax, 10) + 1))
         qs = np.quantile(y, (np.arange(k) + 0.5) / k)
         mu = np.sort(qs + 1e-9 * np.arange(k))
         s2 = np.full(k, (np.ptp(y) / k) ** 2 / 4.0)
-        beta = prior["g"] / prior["h"]
+        beta = prep.prior["g"] / prep.prior["h"]
         st = RJState(np.full(k, 1.0 / k), mu, s2, np.zeros(y.size, dtype=np.int64), beta, rng)
         st.z = np.argmin(np.abs(y[:, None] - mu), axis=1).astype(np.int64)
         return st
 
-    def step(st: RJState, gen: torch.Generator) -> tuple[RJState, float]:
-        return st, sampler.sweep(st) + power * log_jacobian
+    def sample(self, prep: RJFit, o: Options, state: RJState, gen: torch.Generator) -> tuple[RJState, float]:
+        return state, prep.sampler.sweep(state) + prep.power * prep.log_jacobian
 
-    def collect(st: RJState) -> dict[str, Any]:
+    def collect(self, prep: RJFit, o: Options, state: RJState) -> dict[str, Any]:
+        # μ, σ², β in the sampler's units: checked there by the pipeline, mapped to the data's in after_align
+        kmax = prep.model.max_components
         pad = np.full((3, kmax), np.nan)
-        pad[0, : st.k] = st.w
-        pad[1, : st.k], pad[2, : st.k] = units.to_data(st.mu, st.s2)
+        pad[0, : state.k] = state.w
+        pad[1, : state.k], pad[2, : state.k] = state.mu, state.s2
         return {
-            "k": np.int64(st.k),
-            "beta": np.float64(units.to_data(np.zeros(1), np.array([st.beta]))[1][0]),
+            "k": np.int64(state.k),
+            "beta": np.float64(state.beta),
             "weights": pad[0],
             "means": pad[1],
             "variances": pad[2],
-            "log_likelihood": np.float64(sampler.observed_loglik(st).sum() + log_jacobian),
-            "at_floor": np.int64((st.s2 <= COLLAPSED * VARIANCE_FLOOR).sum()),
+            "log_likelihood": np.float64(prep.sampler.observed_loglik(state).sum() + prep.log_jacobian),
+            "at_floor": np.int64((state.s2 <= COLLAPSED * VARIANCE_FLOOR).sum()),
         }
 
-    run = run_sampler(
-        init_fn, step, collect, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
-        seed=seed, desc="RJMCMC UnivariateMixtureK", progress=progress,
-    )
-    draws = dict(run.draws)
-    total_ll = draws.pop("log_likelihood")
-    at_floor = draws.pop("at_floor")
-    collapsed_share = float((at_floor > 0).mean())
-    collapsed = [] if collapsed_share == 0.0 else [{
-        "component": "any", "feature": "y", "relative_variance": VARIANCE_FLOOR, "weight": None,
-        "share_of_draws": collapsed_share, "most_at_floor": int(at_floor.max()),
-    }]
-    ks = draws["k"]
-    k_post = np.bincount(ks.ravel() - 1, minlength=kmax)[:kmax] / ks.size
-    proposed = {m: sum(s.proposed[m] for s in run.final_states) for m in _MOVES}
-    accepted = {m: sum(s.accepted[m] for s in run.final_states) for m in _MOVES}
-    acceptance = {m: (accepted[m] / proposed[m] if proposed[m] else math.nan) for m in _MOVES}
-    comp = ("component",)
-    post = Posterior(
-        model=type(model).__name__,
-        method="rjmcmc",
-        dims={"k": (), "beta": (), "weights": comp, "means": comp, "variances": comp},
-        coords={"component": [str(i) for i in range(kmax)]},
-        trace=run.trace,
-        draws=draws,
-        diagnostics={
-            "observation_dim": "sample",
-            "num_chains": int(run.trace.shape[0]),
-            "num_samples": int(run.n_draws),
-            "interrupted": bool(run.interrupted),
-            "n_observations": int(y.size),
-            "acceptance": acceptance,
-            "proposed": proposed,
-            "prior": units.data_prior(prior),
-            "collapsed": collapsed,
-            "prior_only": bool(prior_only),
-            "storage": "weights/means/variances padded to max_components with NaN; first k slots, means increasing",
-        },
-        extras={"k_posterior": k_post, "k_prior": np.full(kmax, 1.0 / kmax)},
-        sample_stats={"total_log_likelihood": total_ll},
-        hyperparameters=model.hyperparameters(),
-    )
-    post.check_convergence(["k"], warn=warn and run.trace.shape[0] > 1)
-    if collapsed and warn:
-        from latentfs.inference.mixture.em import CollapsedComponentWarning
-
-        warnings.warn(
-            f"rjmcmc on UnivariateMixtureK: in {collapsed_share:.0%} of the draws a component's variance sits at the "
-            f"floor σ² = 2^-104 R² (R the data's range; up to {int(at_floor.max())} components in one draw), the "
-            "σ⁻² prior's truncation is then no longer negligible, "
-            "components collapse onto tied values, where the model's likelihood has no bound, and p(k | y) "
-            "follows the ties. Jitter or de-round the data (add noise within its rounding), or use a prior that "
-            "bounds the variances (a larger precision_shape with a fixed beta_rate).",
-            CollapsedComponentWarning,
-            stacklevel=2,
+    def export(self, prep: RJFit, o: Options, outcome: Any) -> Export:
+        kmax = prep.model.max_components
+        draws = dict(outcome.draws)
+        total_ll = draws.pop("log_likelihood")
+        at_floor = draws.pop("at_floor")
+        collapsed_share = float((at_floor > 0).mean())
+        collapsed = [] if collapsed_share == 0.0 else [{
+            "component": "any", "feature": "y", "relative_variance": VARIANCE_FLOOR, "weight": None,
+            "share_of_draws": collapsed_share, "most_at_floor": int(at_floor.max()),
+        }]
+        ks = draws["k"]
+        k_post = np.bincount(ks.ravel() - 1, minlength=kmax)[:kmax] / ks.size
+        proposed = {m: sum(s.proposed[m] for s in outcome.final_states) for m in _MOVES}
+        accepted = {m: sum(s.accepted[m] for s in outcome.final_states) for m in _MOVES}
+        acceptance = {m: (accepted[m] / proposed[m] if proposed[m] else math.nan) for m in _MOVES}
+        comp = ("component",)
+        return Export(
+            dims={"k": (), "beta": (), "weights": comp, "means": comp, "variances": comp},
+            coords={"component": [str(i) for i in range(kmax)]},
+            draws=draws,
+            diagnostics={
+                "observation_dim": "sample",
+                "n_observations": int(prep.y.size),
+                "acceptance": acceptance,
+                "proposed": proposed,
+                "prior": prep.units.data_prior(prep.prior),
+                "collapsed": collapsed,
+                "prior_only": bool(o.prior_only),
+                "storage": "weights/means/variances padded to max_components with NaN; first k slots, means "
+                           "increasing",
+            },
+            extras={"k_posterior": k_post, "k_prior": np.full(kmax, 1.0 / kmax)},
+            sample_stats={"total_log_likelihood": total_ll},
         )
-    variances = draws["variances"]
-    if warn and (np.isinf(variances).any() or (variances == 0.0).any() or not np.isfinite(draws["beta"]).all()):
-        from latentfs.core.data import DataWarning
 
-        warnings.warn(
-            f"rjmcmc on UnivariateMixtureK: the component variances in the data's units (range {units.describe()}) "
-            "are outside the float64 range and are reported as inf or 0 (β likewise); k, the weights and the means "
-            "were sampled on the standardised data and are unaffected. Divide the data by a constant to read the "
-            "variances.",
-            DataWarning,
-            stacklevel=2,
-        )
-    return post
+    def after_align(self, post: Any, prep: RJFit, o: Options, outcome: Any) -> None:
+        """The draws of μ, σ² and β mapped to the data's units, once R̂ / ESS are checked on the standardised data
+        (where they are finite at any scale: an R̂ of variances beyond float64 would be NaN; R̂ and ESS do not change
+        under the affine map); the warnings of a fit at the variance floor and of variances outside float64."""
+        # samples() hands back the stored arrays: map them where they are (NaN padding stays NaN)
+        means, variances, beta = post.samples("means"), post.samples("variances"), post.samples("beta")
+        means[...], variances[...] = prep.units.to_data(means, variances)
+        beta[...] = prep.units.to_data(np.zeros(1), beta)[1]
+        if not o.warn:
+            return
+        for flag in post.diagnostics["collapsed"]:  # at most one: "any" component
+            from latentfs.inference.mixture.em import CollapsedComponentWarning
+
+            warnings.warn(
+                f"rjmcmc on UnivariateMixtureK: in {flag['share_of_draws']:.0%} of the draws a component's variance "
+                f"sits at the floor σ² = 2^-104 R² (R the data's range; up to {flag['most_at_floor']} components in "
+                "one draw), the σ⁻² prior's truncation is then no longer negligible, "
+                "components collapse onto tied values, where the model's likelihood has no bound, and p(k | y) "
+                "follows the ties. Jitter or de-round the data (add noise within its rounding), or use a prior that "
+                "bounds the variances (a larger precision_shape with a fixed beta_rate).",
+                CollapsedComponentWarning,
+                stacklevel=4,
+            )
+        if np.isinf(variances).any() or (variances == 0.0).any() or not np.isfinite(beta).all():
+            from latentfs.core.data import DataWarning
+
+            warnings.warn(
+                f"rjmcmc on UnivariateMixtureK: the component variances in the data's units (range "
+                f"{prep.units.describe()}) are outside the float64 range and are reported as inf or 0 (β likewise); "
+                "k, the weights and the means were sampled on the standardised data and are unaffected. Divide the "
+                "data by a constant to read the variances.",
+                DataWarning,
+                stacklevel=4,
+            )
 
 
 def predictive_density(result: Posterior, grid: Any, *, max_draws: int = 4000) -> np.ndarray:
@@ -738,4 +751,4 @@ def predictive_density(result: Posterior, grid: Any, *, max_draws: int = 4000) -
     return out / idx.size
 
 
-register(UnivariateMixtureK, "rjmcmc")(_rjmcmc_engine)
+rjmcmc = register_spec(RJMCMC(), UnivariateMixtureK)

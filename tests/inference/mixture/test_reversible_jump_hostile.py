@@ -146,6 +146,23 @@ def test_scaled_data_give_the_same_chain_in_the_data_units(galaxies):
     np.testing.assert_allclose(small.samples("beta") / c**2, base.samples("beta"), rtol=1e-10)
 
 
+
+def test_rhat_of_every_site_is_checked_on_the_standardised_data(galaxies):
+    """The pipeline checks R̂ / ESS of every sampled site before after_align maps the draws to the data's units, so
+    variances beyond float64 (y × 1e-200) still get the R̂ of the original data, not NaN; the run diagnostics are the
+    pipeline's."""
+    base = latentfs.fit(UnivariateMixtureK(), galaxies, method="rjmcmc", seed=0, **SHORT)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        tiny = latentfs.fit(UnivariateMixtureK(), galaxies * 1e-200, method="rjmcmc", seed=0, **SHORT)
+    assert set(base.diagnostics["convergence"]) == {"k", "beta", "weights", "means", "variances"}
+    for site, entry in base.diagnostics["convergence"].items():
+        assert math.isfinite(tiny.diagnostics["convergence"][site]["r_hat_max"])
+        assert tiny.diagnostics["convergence"][site]["r_hat_max"] == pytest.approx(entry["r_hat_max"], rel=1e-2)
+    assert np.all(tiny.samples("variances")[~np.isnan(tiny.samples("variances"))] == 0.0)  # mapped: underflowed
+    assert {k: base.diagnostics[k] for k in ("seed", "num_chains", "num_samples", "interrupted")} == {
+        "seed": 0, "num_chains": 2, "num_samples": 400, "interrupted": False}
+
 # ----------------------------------------------------------------------------- p(k | y) unchanged
 #: The bins of k compared: k ≤ 3, 4, 5, 6, 7, 8, 9, ≥ 10.
 _K_BINS = [(1, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 30)]
