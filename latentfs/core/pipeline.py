@@ -500,6 +500,12 @@ class EngineSpec:
     def collect(self, prep: Any, o: Options, state: Any) -> dict[str, Any]:
         raise NotImplementedError
 
+    def checked_sites(self, prep: Any, o: Options) -> list[str] | None:
+        """The sites whose R̂/ESS the pipeline checks and warns about (None: every sampled site). A
+        variable-dimension sampler names its fixed-dimension sites: a reversible-jump chain's padded component
+        slots change meaning with k, so their R̂ says nothing a user can act on."""
+        return None
+
     def after_align(self, post: Any, prep: Any, o: Options, outcome: Any) -> None:
         """A sampler's last touches, once its draws are relabelled and their R̂/ESS checked: outputs counted on the
         relabelled draws (a hidden Potts model's label marginals, through ``post.relabel_permutations``), draws
@@ -592,6 +598,6 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
     if spec.kind == "sampler":
         if ex.relabel is not None:
             post.align(*ex.relabel, also=ex.relabel_also)
-        post.check_convergence(warn=o.get("warn", True))
+        post.check_convergence(spec.checked_sites(prep, o), warn=o.get("warn", True))
         spec.after_align(post, prep, o, outcome)
     return post

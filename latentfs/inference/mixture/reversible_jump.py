@@ -675,6 +675,11 @@ class RJMCMC(EngineSpec):
             sample_stats={"total_log_likelihood": total_ll},
         )
 
+    def checked_sites(self, prep: RJFit, o: Options) -> list[str]:
+        # k alone, as before the pipeline: the padded weights, means and variances change meaning with k (slot j
+        # is the j-th smallest mean of whichever k the draw has), so their R-hat mixes models
+        return ["k"]
+
     def after_align(self, post: Any, prep: RJFit, o: Options, outcome: Any) -> None:
         """The draws of μ, σ² and β mapped to the data's units, once R̂ / ESS are checked on the standardised data
         (where they are finite at any scale: an R̂ of variances beyond float64 would be NaN; R̂ and ESS do not change

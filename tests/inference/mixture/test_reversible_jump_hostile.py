@@ -147,15 +147,15 @@ def test_scaled_data_give_the_same_chain_in_the_data_units(galaxies):
 
 
 
-def test_rhat_of_every_site_is_checked_on_the_standardised_data(galaxies):
-    """The pipeline checks R̂ / ESS of every sampled site before after_align maps the draws to the data's units, so
-    variances beyond float64 (y × 1e-200) still get the R̂ of the original data, not NaN; the run diagnostics are the
-    pipeline's."""
+def test_rhat_of_k_is_checked_on_the_standardised_data(galaxies):
+    """The pipeline checks R̂ / ESS of k alone (the padded component slots change meaning with k, so their R̂ says
+    nothing a user can act on; RJMCMC.checked_sites) before after_align maps the draws to the data's units, so data
+    × 1e-200 give the R̂ of the original data, not NaN; the run diagnostics are the pipeline's."""
     base = latentfs.fit(UnivariateMixtureK(), galaxies, method="rjmcmc", seed=0, **SHORT)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataWarning)
         tiny = latentfs.fit(UnivariateMixtureK(), galaxies * 1e-200, method="rjmcmc", seed=0, **SHORT)
-    assert set(base.diagnostics["convergence"]) == {"k", "beta", "weights", "means", "variances"}
+    assert set(base.diagnostics["convergence"]) == {"k"}
     for site, entry in base.diagnostics["convergence"].items():
         assert math.isfinite(tiny.diagnostics["convergence"][site]["r_hat_max"])
         assert tiny.diagnostics["convergence"][site]["r_hat_max"] == pytest.approx(entry["r_hat_max"], rel=1e-2)
