@@ -48,7 +48,9 @@ from latentfs.core.driver import OptimizerRun, SamplerRun, chain_generators, run
 from latentfs.core.errors import DataError
 from latentfs.core.options import (
     _is_torch_generator,
+    check_choice,
     check_device,
+    check_dtype,
     check_flag,
     check_float,
     check_int,
@@ -144,6 +146,10 @@ SHARED: dict[str, Option] = {
                                                 "num_samples=200."), "int ≥ 1", "the draws kept per chain"),
     "thin": Option(1, _int_at_least(1), "int ≥ 1", "keep every thin-th step after warm-up"),
     "device": Option("cpu", _device, "str or torch.device", "where the updates run ('cpu', 'cuda', 'cuda:1')"),
+    "dtype": Option(torch.float64, lambda name, value: check_dtype(value, name=name), "torch dtype or its name",
+                    "float64 (default) or float32"),
+    "empty_documents": Option("error", lambda name, value: check_choice(name, value, ("error", "drop", "keep")),
+                              "str", "documents without tokens: 'error', 'drop' or 'keep'"),
     "callback": Option(None, _callback, "callable or None", "called as callback(iteration, state, objective)"),
 }
 

@@ -46,9 +46,9 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from latentfs.core.data import DataError, check_choice
+from latentfs.core.data import DataError
 from latentfs.core.driver import chain_generators
-from latentfs.core.options import check_dtype, check_int
+from latentfs.core.options import check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
@@ -296,11 +296,9 @@ class CGPVB(EngineSpec):
         "tol": shared("tol", 1e-6),
         "inner_iters": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1", "document steps per cycle"),
         "seed": shared("seed"),
-        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
-                        "float64 (default) or float32"),
+        "dtype": shared("dtype"),
         "device": shared("device"),
-        "empty_documents": Option("error", lambda n, v: check_choice(n, v, ("error", "drop", "keep")), "str",
-                                  "what to do with documents without tokens: 'error', 'drop' or 'keep'"),
+        "empty_documents": shared("empty_documents"),
         "progress": shared("progress"),
         "warn": shared("warn"),
         "learn_rho": Option(False, None, "bool", "learn ρ (the share of components switched off)"),

@@ -52,8 +52,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.data import DataError, check_choice
-from latentfs.core.options import check_dtype, check_int
+from latentfs.core.data import DataError
+from latentfs.core.options import check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.inference.dca.common import (
@@ -386,11 +386,9 @@ POINT_OPTIONS: dict[str, Option] = {
                      "random starts (Θ rows Dirichlet(1)); the best objective is kept"),
     "init": Option(None, None, "PointState, (doc_latent, topic_word) or None", "the first start"),
     "seed": shared("seed"),
-    "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
-                    "float64 (default) or float32"),
+    "dtype": shared("dtype"),
     "device": shared("device"),
-    "empty_documents": Option("error", lambda n, v: check_choice(n, v, ("error", "drop", "keep")), "str",
-                              "what to do with documents without tokens: 'error', 'drop' or 'keep'"),
+    "empty_documents": shared("empty_documents"),
     "progress": shared("progress"),
     "warn": shared("warn"),
 }

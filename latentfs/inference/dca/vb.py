@@ -51,7 +51,7 @@ import torch
 
 from latentfs.core.data import DataError, check_choice
 from latentfs.core.driver import OptimizerRun
-from latentfs.core.options import check_dtype, check_int
+from latentfs.core.options import check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
@@ -796,11 +796,9 @@ class DCAVB(EngineSpec):
                               "restart every document's shape at each cycle (None: unless γ is learned)"),
         "n_init": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1", "independent random starts"),
         "seed": shared("seed"),
-        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
-                        "float64 (default) or float32"),
+        "dtype": shared("dtype"),
         "device": shared("device"),
-        "empty_documents": Option("error", lambda n, v: check_choice(n, v, ("error", "drop", "keep")), "str",
-                                  "what to do with documents without tokens: 'error', 'drop' or 'keep'"),
+        "empty_documents": shared("empty_documents"),
         "progress": shared("progress"),
         "warn": shared("warn"),
         "init": Option(None, None, "Posterior, VBState or None", "warm start: an earlier VB fit of the same model"),

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
-from latentfs.core.options import check_dtype, check_flag, check_int, check_moments
+from latentfs.core.options import check_flag, check_int, check_moments
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.models.factor import FactorAnalysis, LoadingConstraints
@@ -736,8 +736,7 @@ class FactorAnalysisEM(EngineSpec):
                        "'pca' (principal axes of the correlation matrix), 'random', or starting parameters"),
         "regularization": Option(None, _regularization, "float > 0 or None",
                                  "floor on each noise variance as a fraction of its column's variance (1e-8)"),
-        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
-                        "float64 (default) or float32"),
+        "dtype": shared("dtype"),
         "device": shared("device"),
         "progress": shared("progress"),
         "warn": shared("warn"),

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.options import check_dtype, check_flag, check_float, check_moments
+from latentfs.core.options import check_flag, check_float, check_moments
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.inference.factor.em import (
@@ -279,8 +279,7 @@ class FactorAnalysisGibbs(EngineSpec):
                               "each chain's start: the MAP loadings jittered by this × their scale"),
         "pointwise_log_likelihood": Option(True, lambda n, v: bool(check_flag(n, v)), "bool",
                                            "keep each row's log-likelihood per draw (the log_likelihood group)"),
-        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
-                        "float64 (default) or float32"),
+        "dtype": shared("dtype"),
         "device": shared("device"),
         "progress": shared("progress"),
         "warn": shared("warn"),

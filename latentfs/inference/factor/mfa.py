@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, as_continuous, check_n_components, check_positive
-from latentfs.core.options import check_dtype, check_int, check_moments
+from latentfs.core.options import check_int, check_moments
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
@@ -180,8 +180,7 @@ class MixtureOfFactorAnalyzersEM(EngineSpec):
         "init": Option(None, _init_option, "MFAParams or None", "starting parameters instead of k-means++ starts"),
         "regularization": Option(1e-6, lambda n, v: float(check_positive(v, n)), "float > 0",
                                  "floor on the shared noise variances as a fraction of each column's variance"),
-        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
-                        "float64 (default) or float32"),
+        "dtype": shared("dtype"),
         "device": shared("device"),
         "progress": shared("progress"),
         "warn": shared("warn"),

@@ -31,7 +31,6 @@ import torch
 from latentfs.core.data import (
     DataError,
     check_choice,
-    check_dtype,
     check_int,
 )
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
@@ -303,8 +302,7 @@ TRAIT_OPTIONS: dict[str, Option] = {
     "n_init": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
                      "starts: init first, then random ones; the best objective is kept"),
     "init": Option("pca", _init_option, "str", "'pca' (principal axes of the items' correlations) or 'random'"),
-    "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
-                    "float64 (default) or float32"),
+    "dtype": shared("dtype"),
     "device": shared("device"),
     "progress": shared("progress"),
     "warn": shared("warn"),

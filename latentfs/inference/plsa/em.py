@@ -37,7 +37,7 @@ import torch
 
 from latentfs.core.data import DataError, DataWarning, as_counts, as_rng, check_choice
 from latentfs.core.driver import OptimizerRun
-from latentfs.core.options import check_dtype, check_flag, check_int
+from latentfs.core.options import check_flag, check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
@@ -434,8 +434,7 @@ class PLSAEM(EngineSpec):
                          "starts; the best by validation score (or log-likelihood) is kept"),
         "init": Option(None, None, "(doc_topic, topic_word) or None", "the first start's P(z | d) and P(x | z)"),
         "seed": shared("seed"),
-        "dtype": Option(torch.float64, lambda n, v: check_dtype(v, name=n), "torch dtype or its name",
-                        "float64 (default) or float32"),
+        "dtype": shared("dtype"),
         "device": shared("device"),
         "progress": shared("progress"),
         "warn": shared("warn"),
