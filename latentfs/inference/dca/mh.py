@@ -9,42 +9,48 @@ with every count *excluding* the token (c_k: its document's tokens in component 
 k over the corpus; N_k = Σ_w N_wk). Instead of drawing from this conditional (O(K), or O(components present)
 for SparseLDA), each token takes ``mh_steps`` cycles of two Metropolis–Hastings steps whose proposals cost O(1),
 cycling a *word proposal* and a *document proposal* as LightLDA does (Yuan et al. 2015, "LightLDA: Big Topic
-Models on Modest Computer Clusters", WWW, §3; alias tables with MH for LDA: Li, Ahmed, Ravi & Smola 2014,
+Models on Modest Computer Clusters", WWW; alias tables with MH for LDA: Li, Ahmed, Ravi & Smola 2014,
 "Reducing the sampling complexity of topic models", KDD):
 
 * **document proposal** q_d(k) = (c_k + 1[k = s] + α_k)/(L + Σα), s the token's current component, drawn in
   O(1) by taking, with probability L/(L + Σα), the current component of a uniformly chosen token of the
   document (this one included), else k ~ α/Σα from an alias table. It reads the assignments as they are now,
   so it is never stale. Its ratio cancels the document factor of p: accept k with
-  min(1, [(N_wk + γ_w)/(N_k + Σγ)] / [(N_ws + γ_w)/(N_s + Σγ)]) (LightLDA eq. 5 with our symbols).
+  min(1, [(N_wk + γ_w)/(N_k + Σγ)] / [(N_ws + γ_w)/(N_s + Σγ)]), as in LightLDA.
 * **word proposal** q_w(k) ∝ (λ_w H_wk + γ_w)/(λ H_k + Σγ), drawn in O(1) from alias tables (one per word
   over the components it has, plus one dense table over all K shared by every word). Accept k with
   min(1, p(k) q_w(s) / (p(s) q_w(k))), both q_w values computed from the very counts H the tables were
   built from.
 
-**Exactness, and why the tables are built from half of the tokens.** A MH step leaves p invariant when its
-proposal does not depend on the coordinate it moves, and may depend on any coordinate it conditions on. LightLDA
-builds q_w from *all* word–component counts as they stood some time ago (stale) and uses the current counts in
-the ratio; that is an approximation twice over: the ratio is not the proposal's, and a table built from a past
-state depends on past values of the coordinates being moved (including this very token), which is not a fixed
-kernel of the current state. Here the tokens are split in two fixed halves (within every word, alternate
-occurrences), and a sweep is two phases: the tokens of half 0 move while half 1 stays put, with word tables
-built from half 1's assignments (H = half 1's counts, scaled up by λ_w = tokens of w / tokens of w in half 1 and
-λ = all tokens / half 1's tokens to estimate N); then half 1 moves against tables from half 0. During a phase the
-tables are a function of coordinates that do not move, so every word step is an MH step with a fixed proposal
-and its acceptance ratio uses that proposal's exact probabilities; every document step reads current values
-only. Each step leaves the collapsed posterior invariant, hence so does every sweep, and both proposals put
-mass on every component (α, γ > 0), so the chain is irreducible: its stationary distribution is eq. (21)
-exactly, whatever ``mh_steps``. The tests check this against the posterior enumerated over every assignment
-of tiny corpora.
+**Exactness, and why the tables are built from half of the tokens.** An MH step leaves p invariant when its proposal
+does not depend on the coordinate it moves, and may depend on any coordinate it conditions on. Alias tables built
+from *all* word–component counts at an earlier time (LightLDA, AliasLDA) are stale: an acceptance ratio that
+evaluates q_w with the current counts is not the proposal's, and even with the stale table's own probabilities, a
+table built from a past state depends on past values of the coordinates being moved (this very token's included), so
+it is not a fixed kernel of the current state. Here the tokens are split in two fixed halves (within every word,
+alternate occurrences), and a sweep is two phases: the tokens of half 0 move while half 1 stays put, with word
+tables built from half 1's assignments (H = half 1's counts, scaled up by λ_w = tokens of w / tokens of w in half 1
+and λ = all tokens / half 1's tokens to estimate N); then half 1 moves against tables from half 0. During a phase
+the tables are a function of coordinates that do not move, so every word step is an MH step with a fixed proposal
+and its acceptance ratio uses that proposal's exact probabilities; every document step reads current values only.
+Each step leaves the collapsed posterior invariant, hence so does every sweep, and both proposals put mass on every
+component (α, γ > 0), so the chain is irreducible: its stationary distribution is eq. (21) exactly, whatever
+``mh_steps``. The tests check this against the posterior enumerated over every assignment of tiny corpora.
 
 Cost: O(``mh_steps``) per token, whatever K, plus O(tokens + J + K) per phase to rebuild the tables (one pass
 over the fixed half's tokens, word by word). Memory: the dense counts c (I × K) and the word–component counts N
 and the fixed half's H interleaved ((J, K, 2), so that N_wk and H_wk share a cache line), as uint16 when every
 document's and word's total is below 2^16 (else int32), the tokens (word, assignment and a word-major index, 12
-bytes each) and the word tables (16 bytes an entry, at most one entry per token). Measured speeds and where
-this sampler wins or loses against ``collapsed_gibbs`` are in
-``benchmarks/results/dca_mh.md`` (``benchmarks/dca_mh.py``).
+bytes each) and the word tables (16 bytes an entry, at most one entry per token).
+
+Speed (``benchmarks/dca_mh.py``, results in ``benchmarks/results/dca_mh.md``; one thread, three simulated corpora of
+~1M tokens, K = 20 to 1,000, fixed α = 5/K and γ = 0.01): a sweep with 2 MH cycles cost 1.1–2.5× the sparse sweep
+of ``collapsed_gibbs`` (63–223 ns per token against 36–153), except on short documents at K = 1,000 (0.94×), and
+the held-out at equal CPU time trailed the sparse sweep's at every K (by 0.05–0.32 nats per token): MH also mixes
+less per sweep. ``collapsed_gibbs`` stays the default. Against tomotopy (collapsed Gibbs, 631 ns per token at
+K = 1,000), mh reached the same held-out 1.28× sooner at K = 1,000 and 0.43–0.86× as fast at K ≤ 200. The cost per
+token grew 2.1–3.1× from K = 50 to 1,000 (the issue's target is ≤ 2×): the work per token is O(1), but the counts
+read at random, one cache line per (word, component) pair in dense J × K rows, leave the cache as K grows.
 
 Hyperparameters: α and γ are the model's, fixed (no learning; ``collapsed_gibbs`` learns them during warm-up by
 default). The result has the shape and sites of ``collapsed_gibbs``: draws of ``topic_word``
@@ -107,7 +113,8 @@ __all__ = [
 # token arrays kept afterwards (word, assignment, word-major index, word-table entries).
 BYTES_PER_TOKEN = 64
 
-# Defaults of fit_mh, chosen by measurement (its docstring, "Defaults").
+# Defaults of fit_mh: the chain lengths of collapsed_gibbs (the same vocabulary and defaults, not measured for mh
+# separately); MH cycles per token by benchmarks/dca_mh.py, section 3 (fit_mh's docstring).
 NUM_WARMUP = 100
 NUM_SAMPLES = 50
 MH_STEPS = 2
@@ -292,9 +299,9 @@ def sweep_order(n_documents: int, n_features: int) -> str:
     document by document keeps the document's row in cache and reads the word rows at random; word by word, the
     reverse. The smaller table is the one to read at random: "word" when I < 2 J, else "document".
 
-    Measured (``benchmarks/results/dca_mh.md``, 1M tokens, 2 MH cycles): 5,000 documents × 20,000 words, word
-    order 81 vs 99 ns/token at K = 50 and 251 vs 273 at K = 1,000; 20,000 × 2,000, document order 71 vs 63 at
-    K = 50 and 188 vs 241 at K = 1,000.
+    Measured once during development (1M simulated tokens, 2 MH cycles, 20 sweeps in, CPU ns per token and
+    sweep, word order vs document order): 5,000 documents × 20,000 words, 81 vs 99 at K = 50 and 251 vs 273 at
+    K = 1,000; 20,000 × 2,000, 63 vs 71 at K = 50 and 241 vs 188 at K = 1,000.
     """
     return "word" if n_documents < 2 * n_features else "document"
 
@@ -393,12 +400,16 @@ def fit_mh(
 
     Parameters
     ----------
-    num_samples, num_warmup, num_chains, thin : chain lengths, in sweeps (as ``collapsed_gibbs``).
+    num_samples, num_warmup, num_chains, thin : chain lengths, in sweeps, with ``collapsed_gibbs``'s defaults (50,
+        100, 2, 1). An MH sweep moves tokens less than a Gibbs sweep, so the same held-out needs more sweeps
+        (``benchmarks/results/dca_mh.md``, section 2).
     seed : int, torch.Generator or None (fresh entropy); default 0. Each chain gets an independent generator
         derived from it, which also seeds numba's generator before every sweep: same seed, same draws.
     mh_steps : int
-        Cycles of (word proposal, document proposal) per token and sweep (default 2). A sweep costs about
-        ``mh_steps`` times the per-step cost; more steps bring each token closer to a draw from its conditional.
+        Cycles of (word proposal, document proposal) per token and sweep (default 2). More cycles bring each token
+        closer to a draw from its conditional, at a cost per cycle. At equal CPU time (``benchmarks/dca_mh.py``,
+        section 3: 1M tokens, 20,000 words) one cycle gave the best held-out at K = 50 (−8.089 against −8.116 for
+        two) and four at K = 1,000 (−8.542 against −8.556 for two; −8.741 for one): two is the compromise.
     order : "auto" (default), "document" or "word"
         The order in which a sweep visits the tokens of each half: document by document or word by word. Both
         leave the posterior invariant (each step conditions on the current values of all other tokens); they
