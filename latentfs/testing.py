@@ -20,8 +20,9 @@ Engine checks
     :func:`check_engine` — the engine-level counterpart of ``check_estimator``, run for every registered
     ``(model, method)`` pair (:func:`tiny_model` and :func:`tiny_data` give each model class a tiny problem): the
     option schema (unknown names, wrong types), the seed rule (same seed same numbers, the seed recorded, a
-    ``seed=None`` fit refitted exactly from the recorded seed), the result contract with save/load, the one
-    diagnostics vocabulary, and for samplers one R̂ (``summary()`` prints the number ``diagnostics`` holds).
+    ``seed=None`` fit refitted exactly from the recorded seed), Ctrl-C (engines with a ``callback``: what was
+    computed comes back, flagged, with one warning), the result contract with save/load, the one diagnostics
+    vocabulary, and for samplers one R̂ (``summary()`` prints the number ``diagnostics`` holds).
 
 Estimator checks
     :func:`check_estimator` — scikit-learn's ``check_estimator`` with the rule that no check may be
@@ -341,6 +342,7 @@ def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> A
     if data is None:
         data, needed = tiny_data(model)
         options = {**needed, **options}
+    registry._load_engines(model)  # a fresh process has not imported the model's family yet
     engine = next((registry._ENGINES[(cls, method)] for cls in type(model).__mro__
                    if (cls, method) in registry._ENGINES), None)
     if engine is None:
@@ -393,6 +395,12 @@ def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> A
         for site, value in _site_arrays(fresh).items():
             if not np.array_equal(value, _site_arrays(redo)[site], equal_nan=True):
                 raise AssertionError(f"{where}: refitting with the recorded seed {used} changed site {site!r}.")
+    # Ctrl-C returns what was computed, flagged, for every engine that reports its iterations
+    if "callback" in valid:
+        longer = {"max_iter": 50, "tol": 0.0} if "max_iter" in valid and "tol" in valid else {}
+        check_interruptible(lambda callback: latentfs.fit(model, data, method=method,
+                                                          **{**opts, **longer, "seed": 3, "callback": callback}),
+                            stop_at=2)
     # the result contract, save/load included
     check_result_contract(first)
     # one diagnostics vocabulary

@@ -35,3 +35,18 @@ def test_check_engine_catches_an_engine_that_records_another_seed(monkeypatch):
     monkeypatch.setitem(registry._ENGINES, (GaussianMixture, "vb"), drifting)
     with pytest.raises(AssertionError, match=r"diagnostics\['seed'\] is 4, not the seed 3"):
         check_engine(GaussianMixture(2, mean_precision=0.02), "vb")
+
+
+def test_check_engine_runs_in_a_fresh_process_with_ctrl_c_checked():
+    # a user's first call: the model's family is not imported yet (the registry was empty for it), and an engine with
+    # a callback is interrupted at its second iteration and must come back flagged
+    import subprocess
+    import sys
+
+    code = ("import latentfs.testing as t\nfrom latentfs.models.mixture import GaussianMixture\n"
+            "seen = []\norig = t.check_interruptible\n"
+            "t.check_interruptible = lambda *a, **k: seen.append(orig(*a, **k).diagnostics['interrupted'])\n"
+            "t.check_engine(t.tiny_model(GaussianMixture), 'vb')\nprint(seen)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[True]"
