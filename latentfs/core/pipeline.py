@@ -64,6 +64,7 @@ __all__ = [
     "Options",
     "SHARED",
     "Starts",
+    "chain_options",
     "option_table",
     "resolve_seed",
     "run",
@@ -152,6 +153,20 @@ SHARED: dict[str, Option] = {
                               "str", "documents without tokens: 'error', 'drop' or 'keep'"),
     "callback": Option(None, _callback, "callable or None", "called as callback(iteration, state, objective)"),
 }
+
+
+def chain_options(*, num_chains: int = 4, num_warmup: int = 200, num_samples: int = 500) -> dict[str, Option]:
+    """The options of every sampler: its chain lengths (with the engine's defaults), ``thin``, ``seed``,
+    ``progress`` and ``warn``."""
+    return {
+        "num_chains": shared("num_chains", num_chains),
+        "num_warmup": shared("num_warmup", num_warmup),
+        "num_samples": shared("num_samples", num_samples),
+        "thin": shared("thin"),
+        "seed": shared("seed"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
+    }
 
 
 def shared(name: str, default: Any = ..., meaning: str | None = None) -> Option:
@@ -260,8 +275,6 @@ class Starts:
         """The objective each start reached (−inf for a dropped start)."""
         return [float(r.objective) for r in self.runs]
 
-    #: the same list under the name the mixture-like families used before the one vocabulary
-    restart_log_likelihoods = restart_objectives
 
     @property
     def dropped(self) -> list[str]:

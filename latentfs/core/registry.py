@@ -109,7 +109,8 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Pos
     for cls in type(model).__mro__:
         engine = _ENGINES.get((cls, method))  # type: ignore[arg-type]
         if engine is not None:
-            _check_options(engine, options, type(model).__name__, method)  # type: ignore[arg-type]
+            if not is_spec(engine):  # a spec's names are checked by the pipeline, once
+                _check_options(engine, options, type(model).__name__, method)  # type: ignore[arg-type]
             # the yes/no options every engine shares, checked once here: warn="no" would otherwise be true
             if "warn" in options:
                 options["warn"] = check_flag("warn", options["warn"])

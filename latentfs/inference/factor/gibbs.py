@@ -39,7 +39,7 @@ import torch
 
 from latentfs.core.data import DataError
 from latentfs.core.options import check_flag, check_float, check_moments
-from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options, shared
 from latentfs.core.registry import register_spec
 from latentfs.inference.factor.em import (
     FAData,
@@ -268,11 +268,7 @@ class FactorAnalysisGibbs(EngineSpec):
     kind = "sampler"
     desc = "gibbs"
     options = {
-        "num_chains": shared("num_chains", 4),
-        "num_warmup": shared("num_warmup", 500),
-        "num_samples": shared("num_samples", 500),
-        "thin": shared("thin"),
-        "seed": shared("seed"),
+        **chain_options(num_chains=4, num_warmup=500, num_samples=500),
         "align": Option(None, _align_option, "str or None",
                         "'procrustes', 'signed_permutation' or 'none' (default: from the constraints)"),
         "init_jitter": Option(0.3, lambda n, v: check_float(n, v, 0.0), "float ≥ 0",
@@ -281,8 +277,6 @@ class FactorAnalysisGibbs(EngineSpec):
                                            "keep each row's log-likelihood per draw (the log_likelihood group)"),
         "dtype": shared("dtype"),
         "device": shared("device"),
-        "progress": shared("progress"),
-        "warn": shared("warn"),
     }
 
     def prepare(self, model: Any, X: Any, o: Options) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from latentfs.core.data import check_choice
-from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options
 from latentfs.core.random import dirichlet_sample
 from latentfs.core.registry import register_spec
 from latentfs.inference.hmm.em import INITIALISATIONS, _hyperparameters, _onehot, _transition_counts, initial_params
@@ -90,15 +90,9 @@ class HMMGibbs(EngineSpec):
     kind = "sampler"
     desc = "Gibbs"
     options = {
+        **chain_options(num_chains=4, num_warmup=200, num_samples=500),
         "lengths": Option(None, None, "sequence of int or None", "lengths of the sequences concatenated in the data"),
-        "num_chains": shared("num_chains", 4),
-        "num_warmup": shared("num_warmup", 200),
-        "num_samples": shared("num_samples", 500),
-        "thin": shared("thin"),
-        "seed": shared("seed"),
-        "progress": shared("progress"),
         "init": Option(None, _init_option, "str or None", "'kmeans' or 'random' starting states"),
-        "warn": shared("warn"),
     }
 
     def describe(self, model_name: str) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from latentfs.core.options import check_float
-from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options
 from latentfs.core.registry import register_spec
 from latentfs.inference.hmrf.family import (
     INTERACTION,
@@ -170,16 +170,10 @@ class PottsGibbs(EngineSpec):
     kind = "sampler"
     desc = "Gibbs"
     options = {
+        **chain_options(num_chains=4, num_warmup=200, num_samples=500),
         "interaction": INTERACTION,
         "interaction_step": Option(None, _interaction_step, "float > 0 or None",
                                    "random-walk sd of η; None: 2.4 / √(−∂² log PL) at each chain's start"),
-        "num_chains": shared("num_chains", 4),
-        "num_warmup": shared("num_warmup", 200),
-        "num_samples": shared("num_samples", 500),
-        "thin": shared("thin"),
-        "seed": shared("seed"),
-        "progress": shared("progress"),
-        "warn": shared("warn"),
     }
 
     def prepare(self, model: Any, data: Any, o: Options) -> GibbsFit:

@@ -19,7 +19,7 @@ import torch
 
 from latentfs.core.data import check_choice
 from latentfs.core.options import check_flag
-from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options
 from latentfs.core.random import dirichlet_sample, group_softmax, log_gamma_sample
 from latentfs.core.registry import register_spec
 from latentfs.inference.mixture.em import _coords
@@ -216,16 +216,10 @@ class MixtureGibbs(EngineSpec):
     kind = "sampler"
     desc = "Gibbs"
     options = {
-        "num_chains": shared("num_chains", 4),
-        "num_warmup": shared("num_warmup", 200),
-        "num_samples": shared("num_samples", 500),
-        "thin": shared("thin"),
-        "seed": shared("seed"),
-        "progress": shared("progress"),
+        **chain_options(num_chains=4, num_warmup=200, num_samples=500),
         "init": Option(None, _init_option, "str or None", "'kmeans', 'kmeans++' or 'random' starting responsibilities"),
         "pointwise_loglik": Option(True, lambda n, v: bool(check_flag(n, v)), "bool",
                                    "keep each row's log-likelihood per draw (the log_likelihood group, DIC, LOO)"),
-        "warn": shared("warn"),
     }
 
     def prepare(self, model: Any, data: Any, o: Options) -> Any:

@@ -105,7 +105,7 @@ import torch
 from scipy.special import gammaln
 
 from latentfs.core.data import DataError, check_int
-from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options
 from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
 from latentfs.models.mixture import UnivariateMixtureK
@@ -582,17 +582,11 @@ class RJMCMC(EngineSpec):
     kind = "sampler"
     desc = "RJMCMC"
     options = {
-        "num_chains": shared("num_chains", 2),
-        "num_warmup": shared("num_warmup", 2000),
-        "num_samples": shared("num_samples", 10000),
-        "thin": shared("thin"),
-        "seed": shared("seed"),
+        **chain_options(num_chains=2, num_warmup=2000, num_samples=10000),
         # its rule needs the model's max_components: checked in prepare
         "init_k": Option(None, None, "int in 1..max_components, or None",
                          "the starting k of every chain; None draws it uniformly from 1..min(max_components, 10)"),
         "prior_only": Option(False, _prior_only, "bool", "drop the likelihood of the data: sample the prior"),
-        "progress": shared("progress"),
-        "warn": shared("warn"),
     }
 
     def prepare(self, model: Any, data: Any, o: Options) -> RJFit:
