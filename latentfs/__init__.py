@@ -16,6 +16,9 @@ Examples
 from typing import TYPE_CHECKING
 
 from latentfs._lazy import attach
+from latentfs._notebook import quiet_tqdm_auto
+
+quiet_tqdm_auto()  # in a Jupyter kernel without ipywidgets: no "IProgress not found" from Pyro's import of tqdm.auto
 
 # What the package exports, by the module that defines it. Each module is imported when one of its names is
 # first read (latentfs._lazy), so ``import latentfs`` and ``latentfs --help`` do not wait for torch or the families.

@@ -107,13 +107,19 @@ def host_generator(generator: torch.Generator) -> torch.Generator:
 
 
 def _progress(total: int, desc: str, show: bool | None) -> Any:
-    # The console bar: tqdm.auto warns "IProgress not found" inside a notebook kernel without ipywidgets,
-    # even when the bar is disabled.
-    from tqdm.std import tqdm
+    """The fit's progress bar. ``show=None`` (the default): a bar in a terminal and in a Jupyter kernel, none
+    otherwise (CI logs, pipes); ``False`` never, ``True`` always. In a kernel the bar is a widget when ipywidgets
+    is installed (the ``notebook`` extra) and text on stderr otherwise, with no "IProgress not found" warning."""
+    from latentfs._notebook import in_kernel, widgets_available
 
+    kernel = in_kernel()
     if show is None:
-        show = sys.stderr.isatty()
-    return tqdm(total=total, desc=desc, disable=not show, leave=False, dynamic_ncols=True)
+        show = kernel or sys.stderr.isatty()
+    if show and kernel and widgets_available():
+        from tqdm.notebook import tqdm as bar
+    else:
+        from tqdm.std import tqdm as bar
+    return bar(total=total, desc=desc, disable=not show, leave=False, dynamic_ncols=True)
 
 
 @dataclass
