@@ -65,7 +65,8 @@ def _print_weights(result: Any, n_top: int, out: Any) -> Any:
 
     import latentfs
 
-    names = latentfs.top_words(result, n=n_top)
+    table = latentfs.top_words(result, n=n_top)
+    names = [table[k]["word"].tolist() for k in table.columns.unique("component")]
     counts = result.extras.get("component_counts")
     shares = None
     if counts is not None:

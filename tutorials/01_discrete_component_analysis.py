@@ -61,7 +61,7 @@ counts = pd.DataFrame(corpus.counts.toarray(), columns=list(corpus.vocabulary))
 reuters = latentfs.fit(latentfs.DirichletDCA(20, alpha=0.1, gamma=0.1), counts, method="vb", seed=0,
                        max_iter=100 if QUICK else 500, warn=not QUICK)
 print(reuters)
-print(latentfs.top_words(reuters, n=6)[:3])
+print(latentfs.top_words(reuters, n=6)[[0, 1, 2]])  # rank × (component, word and its probability)
 plots.topic_summary(reuters, n_words=8, components=range(8))
 plt.show()
 
@@ -176,8 +176,9 @@ plt.show()
 # pyLDAvis' `prepare` takes, for its interactive view (pyLDAvis is not a dependency).
 
 # %%
-for k, words in enumerate(latentfs.top_words(reuters, n=8)):
-    print(f"c{k:<3d}", " ".join(words))
+words = latentfs.top_words(reuters, n=8).xs("word", axis=1, level="field")  # rank × component
+for k in words.columns:
+    print(f"c{k:<3d}", " ".join(words[k]))
 saliency = latentfs.word_importance(reuters)
 print("most salient:", saliency.top(12))
 view = plots.to_pyldavis(reuters, counts)

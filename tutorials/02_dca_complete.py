@@ -59,8 +59,9 @@ counts = pd.DataFrame(corpus.counts.toarray(), columns=list(corpus.vocabulary))
 features = DCAFeatures(latentfs.DirichletDCA(10, alpha=0.1, gamma=0.1), fit_options={"max_iter": 200, "warn": False})
 C = features.fit_transform(counts)
 print(f"{C.shape[0]} stories × {C.shape[1]} component features; story 0: {C[0].round(1)}")
-for k, words in enumerate(latentfs.top_words(features.result_, n=6)[:4]):
-    print(f"component {k}:", " ".join(words))
+words = latentfs.top_words(features.result_, n=6).xs("word", axis=1, level="field")  # rank × component
+for k in words.columns[:4]:
+    print(f"component {k}:", " ".join(words[k]))
 
 # %% [markdown]
 # ## 1. Roll calls as grouped multinomials

@@ -74,8 +74,9 @@ X_train, X_test = X[train_idx], X[test_idx]
 counts = pd.DataFrame(X, columns=vocab)
 aspects = latentfs.fit(PLSA(10), counts, method="em", seed=0, early_stopping=True, validation_fraction=0.15)
 print(aspects)
-for k, words in enumerate(latentfs.top_words(aspects, n=8)[:4]):
-    print(f"aspect {k}:", " ".join(words))
+words = latentfs.top_words(aspects, n=8).xs("word", axis=1, level="field")  # rank × aspect
+for k in words.columns[:4]:
+    print(f"aspect {k}:", " ".join(words[k]))
 
 # %% [markdown]
 # ## 1. PLSA by EM, early stopping, tempered EM

@@ -15,7 +15,7 @@ import numpy as np
 
 from latentfs.core.data import DataError, _generated_names
 
-__all__ = ["FeatureWeights"]
+__all__ = ["Band", "FeatureWeights"]
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,13 @@ class FeatureWeights:
             mask[self.scores >= float(threshold)] = True  # type: ignore[arg-type]
         return mask
 
-    def band(self, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
-        """Equal-tailed band of the scores from the draws, at the given coverage level."""
+    def band(self, level: float = 0.9) -> Band:
+        """Equal-tailed band of the scores from the draws, at the given coverage level.
+
+        Returns a :class:`Band`: it unpacks as ``lower, upper = weights.band(0.9)`` (two arrays in feature
+        order) and prints, or shows in a notebook, as a table with the feature names as its index;
+        ``.to_frame()`` gives that table as a pandas DataFrame.
+        """
         if self.draws is None:
             raise DataError(
                 f"band needs draws, and the weights of {self.method!r} have none. Fit with a "
@@ -131,7 +136,7 @@ class FeatureWeights:
         if not 0 < level < 1:
             raise DataError(f"level must lie in (0, 1); got {level}.")
         lo, hi = np.quantile(self.draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
-        return lo, hi
+        return Band(lo, hi, level, self.feature_names)
 
     def to_frame(self, level: float = 0.9) -> Any:
         """A pandas DataFrame (feature, score, rank, and the band when draws exist), best first."""
@@ -199,6 +204,70 @@ class FeatureWeights:
             f"{e(source)}</p>"
             f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>{rest}</div>"
         )
+
+
+class Band(tuple):  # type: ignore[type-arg]
+    """An equal-tailed band of feature scores: ``(lower, upper)`` with the feature names and the level.
+
+    A tuple of two arrays, so ``lower, upper = weights.band(0.9)`` and ``band[0]`` mean what they always meant;
+    its ``repr`` and its notebook display are a table with one row per feature (the feature names as the index,
+    columns ``lower`` and ``upper``, the level in the header), and :meth:`to_frame` returns that table. A pandas
+    DataFrame is not returned itself because unpacking one yields its column *names*: ``lo, hi = frame`` would
+    silently bind two strings.
+
+    Examples
+    --------
+    >>> draws = [[0.1, 0.9], [0.3, 0.7], [0.2, 0.8]]
+    >>> band = FeatureWeights([0.2, 0.8], "demo", ["a", "b"], draws=draws).band(0.5)
+    >>> lower, upper = band
+    >>> band  # doctest: +NORMALIZE_WHITESPACE
+    Band(level=0.5, n_features=2)
+    50% band  lower  upper
+    feature
+    a          0.15   0.25
+    b          0.75   0.85
+    """
+
+    level: float
+    feature_names: tuple[str, ...]
+
+    def __new__(cls, lower: Any, upper: Any, level: float, feature_names: Sequence[str]) -> Band:
+        self = super().__new__(cls, (np.asarray(lower), np.asarray(upper)))
+        self.level = float(level)
+        self.feature_names = tuple(feature_names)
+        return self
+
+    def __getnewargs__(self) -> tuple[Any, ...]:  # type: ignore[override]
+        return (self[0], self[1], self.level, self.feature_names)
+
+    @property
+    def lower(self) -> np.ndarray:
+        """The lower end of each feature's band, in feature order."""
+        return self[0]  # type: ignore[no-any-return]
+
+    @property
+    def upper(self) -> np.ndarray:
+        """The upper end of each feature's band, in feature order."""
+        return self[1]  # type: ignore[no-any-return]
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame: index ``feature`` (the names), columns ``lower`` and ``upper``; the level is in
+        ``frame.attrs["level"]`` and names the columns' axis (``"90% band"``)."""
+        import pandas as pd
+
+        frame = pd.DataFrame(
+            {"lower": self.lower, "upper": self.upper}, index=pd.Index(list(self.feature_names), name="feature")
+        )
+        frame.columns.name = f"{100 * self.level:g}% band"
+        frame.attrs["level"] = self.level
+        return frame
+
+    def __repr__(self) -> str:
+        return f"Band(level={self.level:g}, n_features={len(self.feature_names)})\n{self.to_frame()!r}"
+
+    def _repr_html_(self) -> str:
+        head = f"<p><b>Band</b>: {100 * self.level:g}%, equal-tailed, {len(self.feature_names)} features</p>"
+        return head + str(self.to_frame()._repr_html_())
 
 
 def _check_k(k: Any, n: int) -> int:

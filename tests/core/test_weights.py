@@ -61,3 +61,29 @@ def test_selection_errors():
     # One replicate is a point estimate: it gives no band, never a zero-width one.
     point = FeatureWeights([1.0], "m", draws=[[1.0]])
     assert point.draws is None and "point estimate" in point.info["band"]
+
+
+def test_band_is_a_labelled_table_that_still_unpacks_into_lower_and_upper():
+    """issue 34: ``weights.band(0.9)`` printed two bare arrays. It now prints a table labelled by feature; unpacking
+    (``lo, hi = weights.band(level)``, used across tests, tutorials and the CLI) keeps its meaning."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(200, 3)) + [0.0, 5.0, 1.0]
+    fw = FeatureWeights(draws.mean(0), "demo", ["alpha", "beta", "gamma"], draws=draws)
+    band = fw.band(0.9)
+    lo, hi = band
+    expect_lo, expect_hi = np.quantile(draws, [(1 - 0.9) / 2, (1 + 0.9) / 2], axis=0)
+    assert isinstance(lo, np.ndarray) and np.array_equal(lo, expect_lo) and np.array_equal(hi, expect_hi)
+    assert band[0] is lo and band.lower is lo and band.upper is hi and len(band) == 2
+    frame = band.to_frame()
+    assert frame.index.tolist() == ["alpha", "beta", "gamma"] and frame.index.name == "feature"
+    assert frame.columns.tolist() == ["lower", "upper"] and frame.attrs["level"] == 0.9
+    assert np.array_equal(frame.loc["beta"].to_numpy(), [expect_lo[1], expect_hi[1]])
+    text = repr(band)
+    assert text.startswith("Band(level=0.9, n_features=3)") and "90% band" in text
+    assert all(name in text for name in ("alpha", "beta", "gamma"))
+    assert "<table" in band._repr_html_() and "gamma" in band._repr_html_()
+    back = pickle.loads(pickle.dumps(band))
+    assert back.level == 0.9 and back.feature_names == band.feature_names and np.array_equal(back[1], hi)
+    assert fw.band(0.975).to_frame().columns.name == "97.5% band"

@@ -81,7 +81,7 @@ def test_align_components_across_runs_and_top_words():
     aligned = runs[1].mean("topic_word")[al.permutation]
     # aligned components share their most probable word (top_words gives the names)
     names = runs[0].coords["feature"]
-    assert [t[0] for t in top_words(runs[0], 3)] == [names[int(np.argmax(row))] for row in aligned]
+    assert top_words(runs[0], 3).xs("word", axis=1, level="field").loc[1].tolist() == [names[int(np.argmax(row))] for row in aligned]
     theta = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8], [0.3, 0.4, 0.3]])
     perm = np.array([2, 0, 1])
     al = align_components(theta, theta[perm])
@@ -111,3 +111,23 @@ def test_bad_inputs():
         align_components(theta, np.ones(3))
     with pytest.raises(DataError, match="positive total weight"):
         align_components(theta, np.zeros_like(theta))
+
+
+def test_top_words_is_a_table_labelled_by_rank_and_component():
+    """issue 34: top_words returned unlabelled lists; it returns rank × (component, word/weight)."""
+    X = DirichletDCA(3, alpha=0.2, gamma=0.1).simulate(120, 30, doc_length=80, seed=2)["counts"]
+    result = latentfs.fit(DirichletDCA(3, alpha=0.2), X, method="vb", seed=0, max_iter=100, warn=False,
+                          num_ll_draws=0)
+    table = top_words(result, 4)
+    theta = result.mean("topic_word")
+    names = result.coords["feature"]
+    assert table.index.name == "rank" and table.index.tolist() == [1, 2, 3, 4]
+    assert table.columns.names == ["component", "field"]
+    assert table.columns.unique("component").tolist() == [0, 1, 2]
+    for k in range(3):
+        best = np.argsort(-theta[k], kind="stable")[:4]
+        assert table[k]["word"].tolist() == [names[j] for j in best]
+        assert np.array_equal(table[k]["weight"].to_numpy(), theta[k][best])
+        assert table[k]["weight"].is_monotonic_decreasing
+    with pytest.raises(DataError, match=r"n must be an integer in \[1, 30\]; got 0"):
+        top_words(result, 0)

@@ -15,6 +15,8 @@ posterior q), so the draws give an equal-tailed credible band and the score is t
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from latentfs.core.data import DataError
@@ -143,10 +145,41 @@ def word_importance(result: Posterior, *, num_draws: int = 200, seed: int = 0) -
     )
 
 
-def top_words(result: Posterior, n: int = 10) -> list[list[str]]:
-    """The ``n`` most probable words of each component under the posterior mean of Θ."""
-    theta = result.mean("topic_word")
+def top_words(result: Posterior, n: int = 10) -> Any:
+    """The ``n`` most probable words of each component under the posterior mean of Θ, as a labelled table.
+
+    Returns a pandas DataFrame: one row per rank (index ``rank``, 1 = most probable), and for each component
+    (the columns' first level, ``component``) a ``word`` column (the feature name) and a ``weight`` column
+    (θ_kj, the word's probability in the component at the posterior mean). ``table[k]["word"].tolist()`` is
+    component k's list of words; ``table.xs("word", axis=1, level="field")`` is the words alone.
+
+    Before issue 34 it returned a list of word lists per component. Iterating the table yields its column
+    labels ``(component, field)``, not word lists: code written for the lists must change (every caller in
+    latentfs, its tests and tutorials did).
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> model = latentfs.DirichletDCA(2, alpha=0.5)
+    >>> X = model.simulate(40, 10, doc_length=50, seed=0)["counts"]
+    >>> table = top_words(latentfs.fit(model, X, method="vb", seed=0, warn=False), n=3)
+    >>> table.shape, list(table.columns.names), table.index.name
+    ((3, 4), ['component', 'field'], 'rank')
+    >>> len(table[0]["word"].tolist())
+    3
+    """
+    import pandas as pd
+
+    theta = np.asarray(result.mean("topic_word"), dtype=np.float64)
     names = result.coords.get("feature") or [f"w{j}" for j in range(theta.shape[1])]
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= theta.shape[1]:
         raise DataError(f"n must be an integer in [1, {theta.shape[1]}]; got {n!r}.")
-    return [[names[j] for j in np.argsort(-row, kind="stable")[:n]] for row in theta]
+    columns: dict[tuple[int, str], Any] = {}
+    for k, row in enumerate(theta):
+        best = np.argsort(-row, kind="stable")[:n]
+        columns[(k, "word")] = [str(names[j]) for j in best]
+        columns[(k, "weight")] = row[best]
+    table = pd.DataFrame(columns, index=pd.RangeIndex(1, n + 1, name="rank"))
+    table.columns = table.columns.set_names(["component", "field"])
+    return table
+

@@ -91,7 +91,7 @@ def test_word_weights_rank_a_planted_signature_word_first():
     importance = latentfs.word_importance(result)
     assert "w7" in importance.top(3)
     top = latentfs.top_words(result, n=1)
-    assert top[int(perm[2])] == ["w7"]
+    assert top[int(perm[2])]["word"].tolist() == ["w7"]
 
 
 def test_fold_in_ignores_words_no_component_can_emit():
