@@ -3,7 +3,8 @@
 * :mod:`~latentfs.inference.dca.vb` mean-field VB, :mod:`~latentfs.inference.dca.gibbs` direct Gibbs,
   :mod:`~latentfs.inference.dca.collapsed` collapsed Gibbs, :mod:`~latentfs.inference.dca.cgp` VB for the
   conditional GaP, :mod:`~latentfs.inference.dca.em` KL-NMF / PLSI / MAP, :mod:`~latentfs.inference.dca.reference`
-  Pyro's NUTS and SVI (the reference);
+  Pyro's NUTS and SVI (the reference), :mod:`~latentfs.inference.dca.partially_collapsed` exact partially
+  collapsed Gibbs whose row blocks are swept in process or as Dask tasks (same draws for any chunking);
 * :mod:`~latentfs.inference.dca.common` data on a device, log joint; :mod:`~latentfs.inference.dca.hyper`
   hyperparameter learning;
 * :mod:`~latentfs.inference.dca.weights` word relevance and importance;
