@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from latentfs.core.blockwise import BlockwiseNewData
 from latentfs.core.data import DataError, as_array
 
 __all__ = ["LatentEstimator", "ENGINE_PARAMS", "SaveLoadMixin", "match_columns"]
@@ -312,12 +313,14 @@ def _check_against_posterior(est: Any, arrays: list[str], where: str) -> None:
             )
 
 
-class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
+class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEstimator):
     """Base of the latent-model estimators (module docstring).
 
     Subclasses define ``__init__`` (parameters stored as given), ``_make_model()`` and the
     ``_feature_prefix`` of output names, and may override ``_after_fit`` (to set ``components_``),
-    ``transform`` and ``score``.
+    ``transform`` and ``score``. The new-data methods it defines (``transform``, ``predict``, ``predict_proba``,
+    ``score_samples``, ``score``) take a dask array too and run on it block by block
+    (:mod:`latentfs.core.blockwise`; ``_score_weight`` weighs each block in ``score``).
 
     Attributes
     ----------
@@ -413,6 +416,19 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
         totals = np.asarray(X.sum(axis=1)).ravel()
         return X[totals > 0]
 
+    def _score_weight(self, X: Any, **options: Any) -> float:
+        """The weight of the in-memory rows ``X`` in ``score``, a mean (a dask array's score averages its blocks'
+        scores with these weights, :mod:`latentfs.core.blockwise`): the held-out tokens for count data, scored per
+        token by document completion with half of each document's tokens held out (⌊L_d / 2⌋ of a document of
+        L_d tokens, none of an empty one), else the rows. A family whose score is a mean over something else
+        overrides it."""
+        from latentfs.core.registry import data_kind
+
+        if data_kind(self._make_model()) != "counts":
+            return float(X.shape[0])
+        lengths = np.asarray(self._validate(X, reset=False).sum(axis=1), dtype=np.float64).ravel()
+        return float(np.floor(0.5 * lengths).sum())
+
     def _engine_options(self, model: Any) -> dict[str, Any]:
         from latentfs.core.registry import _ENGINES, _load_engines, engine_options
 
@@ -501,8 +517,8 @@ class LatentEstimator(SaveLoadMixin, TransformerMixin, BaseEstimator):
     def _fit_sharded(self, X: Any) -> LatentEstimator:
         """``fit`` on a ``dask.array.Array``: the engine fits it shard by shard (each shard validated in its
         own task; engines that cannot shard refuse it in :func:`latentfs.fit`). The training rows are never
-        gathered, so attributes computed from them (``labels_``) are not set: ``predict`` each chunk, e.g.
-        ``X.map_blocks(est.predict, drop_axis=1)``."""
+        gathered, so attributes computed from them (``labels_``) are not set: ``est.predict(X)`` gives them lazily,
+        block by block."""
         from latentfs.core.registry import fit
 
         if X.ndim != 2:

@@ -395,34 +395,47 @@ class Posterior:
     def transform(self, X: Any, **kwargs: Any) -> np.ndarray:
         """The representation of new rows ``X``: component proportions of documents (DCA, PLSA), factor
         scores (FA), responsibilities (mixtures), trait scores (latent trait), state marginals (HMM). Keyword
-        arguments go to the estimator (``lengths=`` for hidden Markov models). See :meth:`estimator`."""
+        arguments go to the estimator (``lengths=`` for hidden Markov models). See :meth:`estimator`. A dask array
+        ``X`` gives a lazy dask array computed block by block (:mod:`latentfs.core.blockwise`), as do
+        :meth:`predict` and :meth:`predict_proba`."""
+        from latentfs.core.blockwise import is_dask_collection
+
         est = self.estimator()
-        return np.asarray(est.transform(self._new_data(est, X), **kwargs))
+        out = est.transform(X if is_dask_collection(X) else self._new_data(est, X), **kwargs)
+        return out if is_dask_collection(out) else np.asarray(out)  # a dask X gives a lazy dask array
 
     def predict(self, X: Any, **kwargs: Any) -> np.ndarray:
         """The most probable component of each new row (mixtures; the Viterbi states of an HMM). Keyword
         arguments go to the estimator (``lengths=``). See :meth:`estimator`."""
+        from latentfs.core.blockwise import is_dask_collection
+
         est = self.estimator()
         if not hasattr(est, "predict"):
             raise DataError(f"predict needs a model with labels (a mixture); {self.model} has none. Use transform.")
-        return np.asarray(est.predict(self._new_data(est, X), **kwargs))
+        out = est.predict(X if is_dask_collection(X) else self._new_data(est, X), **kwargs)
+        return out if is_dask_collection(out) else np.asarray(out)  # a dask X gives a lazy dask array
 
     def predict_proba(self, X: Any, **kwargs: Any) -> np.ndarray:
         """P(component | row) of each new row (mixtures, HMM state marginals). Keyword arguments go to the
         estimator (``lengths=``). See :meth:`estimator`."""
+        from latentfs.core.blockwise import is_dask_collection
+
         est = self.estimator()
         if not hasattr(est, "predict_proba"):
             raise DataError(
                 f"predict_proba needs a model with labels (a mixture); {self.model} has none. Use transform."
             )
-        return np.asarray(est.predict_proba(self._new_data(est, X), **kwargs))
+        out = est.predict_proba(X if is_dask_collection(X) else self._new_data(est, X), **kwargs)
+        return out if is_dask_collection(out) else np.asarray(out)  # a dask X gives a lazy dask array
 
     def score(self, X: Any, **kwargs: Any) -> float:
         """Held-out log-likelihood of new data, higher is better: per token by document completion for
         topic models, mean per row for the others. Keyword arguments go to the estimator (``lengths=``). See
-        :meth:`estimator`."""
+        :meth:`estimator`. A dask array ``X`` is scored block by block (:mod:`latentfs.core.blockwise`)."""
+        from latentfs.core.blockwise import is_dask_collection
+
         est = self.estimator()
-        return float(est.score(self._new_data(est, X), **kwargs))
+        return float(est.score(X if is_dask_collection(X) else self._new_data(est, X), **kwargs))
 
     def _site_list(self, sites: Iterable[str] | str | None, default: Iterable[str]) -> list[str]:
         """``sites`` as a list of known sites: one name is one site (not its characters)."""
