@@ -30,7 +30,7 @@ Where the state lives. On a dask array (see :mod:`latentfs.core.shards`) each ro
 and validated inside its task; its tokens, assignments z and document counts n_d· stay where the task ran
 (``dask.persist``: on a worker under a ``dask.distributed`` Client, in this process under dask's local
 schedulers), each sweep being a new task per block that depends on the block's previous state and on Φ (one key,
-sent once per sweep). Only the compact counts (up to K × J integers) come back and only Φ (K × J floats) goes out,
+sent once per sweep). Only the compact counts (up to K × J integers) come back and only log Φ (K × J floats) goes out,
 once per sweep. Every block's state is a pure function of the previous one, so a worker lost mid-fit is recomputed
 by Dask from the tasks' lineage and the chain is unchanged (``tests/inference/dca/test_partially_collapsed.py``).
 
@@ -124,13 +124,15 @@ def block_init(source: Any, doc0: int, key: int, n_components: int, empty_docume
     return Block(doc0, indptr, words, z, ndk)
 
 
-def block_sweep(block: Block, phi: tuple[np.ndarray, np.ndarray], alpha: np.ndarray, key: int, sweep: int) -> Block:
-    """One sweep of z | Φ over the block's documents (a new block; the old one is left as it was, so that a lost
-    task can be run again from it)."""
+def block_sweep(block: Block, log_phi_t: np.ndarray, alpha: np.ndarray, key: int, sweep: int) -> Block:
+    """One sweep of z | Φ over the block's documents, given log Φ transposed ((J, K): only log Φ travels; Φ is
+    recomputed here). A new block is returned and the old one left as it was, so that a lost task can be run
+    again from it."""
     from latentfs.inference.dca.pc_kernels import kernels
 
     z, ndk = block.z.copy(), block.doc_counts.copy()
-    lp = kernels()["sweep_block"](block.indptr, block.words, z, ndk, phi[0], phi[1], alpha, block.doc0, key, sweep)
+    lp = kernels()["sweep_block"](block.indptr, block.words, z, ndk, np.exp(log_phi_t), log_phi_t, alpha,
+                                  block.doc0, key, sweep)
     return Block(block.doc0, block.indptr, block.words, z, ndk, float(lp))
 
 
@@ -221,8 +223,8 @@ class _OnDask:
                  for i, ((src, doc0), stop) in enumerate(zip(sources, self.stops, strict=True))]
         return shards.persist(tasks)
 
-    def sweep(self, blocks: list[Any], phi: Any, alpha: np.ndarray, key: int, sweep: int) -> list[Any]:
-        phi_key = shards.wrap(phi)  # one key for Φ: sent once, shared by every block's task
+    def sweep(self, blocks: list[Any], log_phi_t: np.ndarray, alpha: np.ndarray, key: int, sweep: int) -> list[Any]:
+        phi_key = shards.wrap(log_phi_t)  # one key for log Φ: sent once, shared by every block's task
         task = shards.delayed(block_sweep, pure=False)
         return shards.persist([task(b, phi_key, alpha, key, sweep) for b in blocks])
 
@@ -405,8 +407,7 @@ class PartiallyCollapsed(EngineSpec):
         K = prep.model.n_components
         sweep = state.sweep + 1
         log_phi_t = np.ascontiguousarray(state.log_topic_word.T)
-        phi = (np.exp(log_phi_t), log_phi_t)
-        blocks = prep.runner.sweep(state.blocks, phi, prep.alpha, state.key, sweep)
+        blocks = prep.runner.sweep(state.blocks, log_phi_t, prep.alpha, state.key, sweep)
         counts = prep.runner.counts(blocks, K, prep.n_features)
         lp = counts.lp + _log_prior_topic_word(state.log_topic_word, prep.gamma)
         log_phi = dirichlet_topic_word(_word_topic(counts, K, prep.n_features), prep.gamma, state.key, sweep)

@@ -60,15 +60,68 @@ def _init_block(indptr, words, doc0, key, n_components):  # pragma: no cover - c
     return z, ndk
 
 
+def _alias_tables(phi_t, alpha, prob, alias, mass):  # pragma: no cover - compiled
+    """For every word w, Walker's alias table (Vose 1991) of the prior bucket q_k ∝ α_k Φ_kw (``prob``, ``alias``,
+    rows of (J, K)) and its total mass A_w = Σ_k α_k Φ_kw (``mass``)."""
+    J, K = phi_t.shape
+    scaled = np.empty(K)
+    small = np.empty(K, dtype=np.int64)
+    large = np.empty(K, dtype=np.int64)
+    for w in range(J):
+        total = 0.0
+        for k in range(K):
+            scaled[k] = alpha[k] * phi_t[w, k]
+            total += scaled[k]
+        mass[w] = total
+        ns = 0
+        nl = 0
+        for k in range(K):
+            scaled[k] = scaled[k] * K / total if total > 0.0 else 1.0
+            alias[w, k] = k
+            if scaled[k] < 1.0:
+                small[ns] = k
+                ns += 1
+            else:
+                large[nl] = k
+                nl += 1
+        while ns > 0 and nl > 0:
+            ns -= 1
+            s_ = small[ns]
+            g = large[nl - 1]
+            prob[w, s_] = scaled[s_]
+            alias[w, s_] = g
+            scaled[g] = (scaled[g] + scaled[s_]) - 1.0
+            if scaled[g] < 1.0:
+                nl -= 1
+                small[ns] = g
+                ns += 1
+        for i in range(nl):
+            prob[w, large[i]] = 1.0
+        for i in range(ns):  # rounding leftovers
+            prob[w, small[i]] = 1.0
+
+
 def _sweep_block(indptr, words, z, ndk, phi_t, log_phi_t, alpha, doc0, key, sweep):  # pragma: no cover - compiled
     """One sequential sweep of a block's documents given Φ (``phi_t`` is Φ transposed, (J, K)) with θ_d
-    integrated out (Magnusson, Jonsson, Villani & Broman 2018, JCGS, Sec. 2.2):
-    p(z_i = k | z_-i, Φ) ∝ (n_dk^{-i} + α_k) Φ_{k, w_i}. ``z`` and ``ndk`` are updated in place.
+    integrated out (Magnusson, Jonsson, Villani & Broman 2018, JCGS, Sec. 2.2 and 3):
+    p(z_i = k | z_-i, Φ) ∝ (n_dk^{-i} + α_k) Φ_{k, w_i} = α_k Φ_{k, w_i} + n_dk^{-i} Φ_{k, w_i}.
+
+    The first (prior) bucket does not depend on the document: it is drawn in O(1) from a per-word alias table built
+    once per sweep; the second is summed over the components present in the document only (a list kept per
+    document), so a token costs O(#components of its document), not O(K). One uniform u per token picks the
+    bucket and the component within it; every token is drawn from the exact conditional. ``z`` and ``ndk`` are
+    updated in place.
 
     Returns log p(w, z | Φ, α) of the block at the new z: Σ_i log Φ_{z_i w_i} + Σ_d log DirMult(n_d· | α)."""
     n_docs = indptr.shape[0] - 1
-    K = alpha.shape[0]
+    J, K = phi_t.shape
+    prob = np.empty((J, K))
+    alias = np.empty((J, K), dtype=np.int32)
+    mass = np.empty(J)
+    _ALIAS(phi_t, alpha, prob, alias, mass)
     weights = np.empty(K)
+    present = np.empty(K, dtype=np.int64)  # the document's components with n_dk > 0 ...
+    where = np.full(K, -1, dtype=np.int64)  # ... and each one's slot in that list (-1: absent)
     alpha_sum = 0.0
     lg_alpha = 0.0
     for k in range(K):
@@ -78,23 +131,49 @@ def _sweep_block(indptr, words, z, ndk, phi_t, log_phi_t, alpha, doc0, key, swee
     total = 0.0
     for d in range(n_docs):
         state = _START(key, sweep, doc0 + d)
+        n_present = 0
+        for k in range(K):
+            if ndk[d, k] > 0:
+                present[n_present] = k
+                where[k] = n_present
+                n_present += 1
         for t in range(indptr[d], indptr[d + 1]):
             w = words[t]
-            ndk[d, z[t]] -= 1
+            old = z[t]
+            ndk[d, old] -= 1
+            if ndk[d, old] == 0:  # drop it from the list: the last entry takes its slot
+                slot = where[old]
+                n_present -= 1
+                last = present[n_present]
+                present[slot] = last
+                where[last] = slot
+                where[old] = -1
             acc = 0.0
-            for k in range(K):
-                acc += (ndk[d, k] + alpha[k]) * phi_t[w, k]
-                weights[k] = acc
+            for i in range(n_present):
+                k = present[i]
+                acc += ndk[d, k] * phi_t[w, k]
+                weights[i] = acc
             state, u = _NEXT(state)
-            target = u * acc
-            new = K - 1
-            for k in range(K):
-                if target < weights[k]:
-                    new = k
-                    break
+            target = u * (acc + mass[w])
+            if target < acc:
+                new = present[n_present - 1]
+                for i in range(n_present):
+                    if target < weights[i]:
+                        new = present[i]
+                        break
+            else:  # the prior bucket; (target − acc) / A_w is uniform on [0, 1) given that it fell here
+                v = (target - acc) / mass[w] * K
+                slot = min(int(v), K - 1)
+                new = slot if v - slot < prob[w, slot] else alias[w, slot]
             z[t] = new
             ndk[d, new] += 1
+            if ndk[d, new] == 1:
+                present[n_present] = new
+                where[new] = n_present
+                n_present += 1
             total += log_phi_t[w, new]
+        for i in range(n_present):
+            where[present[i]] = -1
         # log DirMult(n_d· | α) = log Γ(Σα) − log Γ(N_d + Σα) + Σ_k [log Γ(n_dk + α_k) − log Γ(α_k)]
         total += lg_alpha_sum - math.lgamma(indptr[d + 1] - indptr[d] + alpha_sum) - lg_alpha
         for k in range(K):
@@ -105,6 +184,7 @@ def _sweep_block(indptr, words, z, ndk, phi_t, log_phi_t, alpha, doc0, key, swee
 _MIX: Any = None
 _START: Any = None
 _NEXT: Any = None
+_ALIAS: Any = None
 
 
 @functools.cache
@@ -117,10 +197,11 @@ def kernels() -> dict[str, Any]:
             "method='partially_collapsed' needs numba for its compiled sweeps; got ImportError "
             f"({exc}). Install it with `pip install numba`, or use method='gibbs'."
         ) from exc
-    global _MIX, _START, _NEXT
+    global _MIX, _START, _NEXT, _ALIAS
     # The kernels call these by their module-level names, bound here before anything is compiled.
     _MIX = _jit(numba, _mix, inline="always")
     _START = _jit(numba, _stream_start)
     _NEXT = _jit(numba, _next_uniform, inline="always")
+    _ALIAS = _jit(numba, _alias_tables)
     return {"stream_start": _START, "next_uniform": _NEXT, "init_block": _jit(numba, _init_block),
             "sweep_block": _jit(numba, _sweep_block)}

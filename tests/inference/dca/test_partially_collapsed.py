@@ -169,8 +169,8 @@ def test_chain_matches_exact_enumeration(kind):
     draws (a little more with the residual autocorrelation); the seed is fixed, so the test is deterministic.
 
     Power: the same visits are tested against the posterior of a model whose α is 1.5 times larger; that must be
-    rejected, so a sampler off by that much fails here (one that forgot to take the token out of n_dk fails with
-    p = 0.0: checked by hand)."""
+    rejected, so a sampler off by that much fails here. Both buckets of the sweep are exercised: α is of the order
+    of the counts, so the prior bucket's alias tables draw a good share of the tokens."""
     X, make = MODELS[kind]
     model = make()
     configs, _, probs = enumerate_posterior(model, X)
