@@ -144,6 +144,12 @@ def _on_blocks(est: Any, name: str, kind: str, X: Any, options: dict[str, Any]) 
     X = _as_dask_array(est, X)
     if kind == "columns" and name == "transform":
         _refuse_container_output(est)
+    if options.get("y") is not None:
+        raise DataError(
+            f"y must be None when X is a dask array: {name} runs on X's row chunks and does not split y with them "
+            f"(got a {type(options['y']).__name__}). For an accuracy, compare lazily: (est.predict(X) == y).mean() "
+            "with y a dask array chunked like X's rows."
+        )
     for key, value in options.items():
         if key != _GROUPING and is_dask_collection(value):
             raise DataError(

@@ -336,3 +336,23 @@ def test_sequence_chunks_groups_whole_sequences():
     assert sum(sequence_chunks([7] * 13, 20)) == 91
     with pytest.raises(DataError, match="rows_per_chunk must be a positive integer; got 0"):
         sequence_chunks([1], 0)
+
+
+def test_hdd_estimators_predict_block_by_block():
+    out = GaussianMixture(3).simulate(300, 4, seed=0)
+    X = out["data"]
+    y = np.array(["a", "b", "c"])[out["assignment"]]
+    Xd = da.from_array(X, chunks=(UNEVEN, -1))
+    hddc = _fit(latentfs.HDDC(3, seed=0), X)
+    hdda = latentfs.HDDA().fit(X, y)
+    with dask.config.set(scheduler="synchronous"):
+        for est in (hddc, hdda):
+            for name in ("predict", "predict_proba", "predict_log_proba"):
+                lazy, want = getattr(est, name)(Xd), getattr(est, name)(X)
+                assert lazy.chunks[0] == UNEVEN and lazy.dtype == want.dtype, name
+                if want.dtype.kind == "f":
+                    np.testing.assert_allclose(lazy.compute(), want, rtol=1e-12, atol=1e-14, err_msg=name)
+                else:  # labels: HDDC's integers, HDDA's class names
+                    np.testing.assert_array_equal(lazy.compute(), want, err_msg=name)
+    with pytest.raises(DataError, match=r"y must be None when X is a dask array: score runs on X's row chunks"):
+        hdda.score(Xd, y)

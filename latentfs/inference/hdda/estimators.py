@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
 from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, check_y_finite
+from latentfs.core.blockwise import BlockwiseNewData
 from latentfs.core.data import (
     DataError,
     as_array,
@@ -41,8 +42,9 @@ def _num() -> Any:
     return _numerics
 
 
-class _HDDBase(ParamsAsDataError, BaseEstimator):
-    """Shared prediction plumbing of :class:`HDDA` and :class:`HDDC` (the cost K_i and its softmax)."""
+class _HDDBase(BlockwiseNewData, ParamsAsDataError, BaseEstimator):
+    """Shared prediction plumbing of :class:`HDDA` and :class:`HDDC` (the cost K_i and its softmax). ``predict``,
+    ``predict_proba`` and ``predict_log_proba`` take a dask array too (:mod:`latentfs.core.blockwise`)."""
 
     params_: Any
     n_features_in_: int
@@ -71,6 +73,10 @@ class _HDDBase(ParamsAsDataError, BaseEstimator):
             )
         checked = check_X(self, X, reset=False, ensure_all_finite=False)
         return as_continuous(checked, name="X", missing="error").values
+
+    @property
+    def _n_features_out(self) -> int:  # the columns of predict_proba on a dask array: one per class
+        return int(np.asarray(self.params_.weights).shape[0])
 
     @property
     def means_(self) -> np.ndarray:
