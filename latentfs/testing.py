@@ -112,7 +112,7 @@ def pyro_log_density(
 
 # ---------------------------------------------------------------------------------------------- statistics
 def false_alarm_rate(z: float) -> float:
-    """P(|Z| > z) for a standard normal Z: the chance that a two-sided :func:`z_test` at ``z`` fails for a
+    """``P(|Z| > z)`` for a standard normal Z: the chance that a two-sided :func:`z_test` at ``z`` fails for a
     correct engine."""
     return math.erfc(z / math.sqrt(2.0))
 
@@ -219,7 +219,7 @@ def check_interruptible(fit: Callable[[Callable[..., None]], Any], *, stop_at: i
 
 
 def check_result_contract(result: Any, *, save: bool = True) -> None:
-    """The one result type's promises: every site's draws are shaped (chain, draw, *dims) with its named
+    """The one result type's promises: every site's draws are shaped ``(chain, draw, *dims)`` with its named
     dims, the kind matches (a point has one draw and no band), means are finite, and a saved result loads
     back identical."""
     import latentfs

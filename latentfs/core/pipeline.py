@@ -216,9 +216,12 @@ def check_option_names(given: Mapping[str, Any], valid: list[str], model: str, m
 
 def option_table(spec: EngineSpec) -> str:
     """The spec's options as a Markdown table (name, type, default, meaning): the documentation's source."""
+    def cell(text: object) -> str:  # a "|" in a cell (P(z|d)) would end the cell
+        return str(text).replace("|", "\\|")
+
     rows = ["| option | type | default | meaning |", "|---|---|---|---|"]
     for name, opt in spec.options.items():
-        rows.append(f"| `{name}` | {opt.type} | `{opt.default!r}` | {opt.meaning} |")
+        rows.append(f"| `{name}` | {cell(opt.type)} | `{cell(repr(opt.default))}` | {cell(opt.meaning)} |")
     return "\n".join(rows)
 
 

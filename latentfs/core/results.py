@@ -128,9 +128,9 @@ class Posterior:
     dims : dict site -> tuple of dim names
         Named dims of each site (for example ``("component", "feature")``).
     coords : dict dim -> list of labels
-    draws : dict site -> ndarray (chain, draw, *shape), optional
+    draws : dict site -> ndarray ``(chain, draw, *shape)``, optional
         Samples from a sampler (already aligned across chains when ``alignment`` is set).
-    fitted : dict site -> {"family": str, **parameter arrays}, optional
+    fitted : dict site -> ``{"family": str, **parameter arrays}``, optional
         Fitted distribution per site (``point``, ``dirichlet``, ``gamma``, ``normal``).
     trace : ndarray (chain, iteration)
         The objective (bound, log-likelihood or log joint) per iteration.

@@ -60,7 +60,7 @@ def _as_index_set(subset: Any, n_features: int | None, name: str) -> set[int]:
 
 
 def jaccard_index(a: Any, b: Any, n_features: int | None = None) -> float:
-    """|A ∩ B|/|A ∪ B| (1 for two empty subsets).
+    """``|A ∩ B| / |A ∪ B|`` (1 for two empty subsets).
 
     Examples
     --------

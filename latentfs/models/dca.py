@@ -2,20 +2,20 @@
 
 Two families share one vocabulary of sites:
 
-==================  ===========================  ==========================================
-site                shape                        meaning (chapter symbol)
-==================  ===========================  ==========================================
-``topic_word``      (n_components, n_features)   each component's word distribution; row k is
-                                                 θ_{·,k} of the chapter (Θ is J × K there)
-``doc_topic``       (n_documents, n_components)  DirichletDCA: proportions m_(i)
-``doc_scores``      (n_documents, n_components)  GammaPoissonDCA and ConditionalGammaPoissonDCA:
-                                                 scores l_(i)
-``active``          (n_documents, n_components)  ConditionalGammaPoissonDCA: 1[l_k > 0]
-``counts``          (n_documents, n_features)    observed word counts w_(i)
-``component_counts``(n_documents, n_components)  augmented form: c_(i), words per component
-``latent_counts``   (n_documents, n_components,  augmented form: V_(i) (stored K × J here)
-                    n_features)
-==================  ===========================  ==========================================
+====================  ===========================  ==========================================
+site                  shape                        meaning (chapter symbol)
+====================  ===========================  ==========================================
+``topic_word``        (n_components, n_features)   each component's word distribution; row k is
+                                                   θ_{·,k} of the chapter (Θ is J × K there)
+``doc_topic``         (n_documents, n_components)  DirichletDCA: proportions m_(i)
+``doc_scores``        (n_documents, n_components)  GammaPoissonDCA and ConditionalGammaPoissonDCA:
+                                                   scores l_(i)
+``active``            (n_documents, n_components)  ConditionalGammaPoissonDCA: 1[l_k > 0]
+``counts``            (n_documents, n_features)    observed word counts w_(i)
+``component_counts``  (n_documents, n_components)  augmented form: c_(i), words per component
+``latent_counts``     (n_documents, n_components,  augmented form: V_(i) (stored K × J here)
+                      n_features)
+====================  ===========================  ==========================================
 
 A grouped (multivariate, Section 4.4) DirichletDCA takes ``groups=``, a partition of the vocabulary
 (one integer group id per feature): each θ_{·,k} is normalised within every group and each group of a

@@ -16,7 +16,8 @@ The estimators :class:`~latentfs.inference.hdda.estimators.HDDA` (classifier) an
 :class:`~latentfs.inference.hdda.estimators.HDDC` (clusterer) and their numerics
 (:mod:`latentfs.inference.hdda.numerics`) live with the family's engines.
 
-Pyro sites of :meth:`HDDAModel.model`
+Pyro sites of :meth:`HDDAModel.model`:
+
 =======================  ========================  ===============================================
 site                     shape                     meaning (symbol)
 =======================  ========================  ===============================================

@@ -4,20 +4,20 @@ Titterington (2006), §1.2–1.3: a single categorical latent variable z ∈ {1.
 weights η_k, and component densities g_k(y | φ_k) under local independence where stated, so that
 f(y | θ) = Σ_k η_k g_k(y | φ_k).
 
-==================  ===============================  ==============================================
-site                shape                            meaning (chapter symbol)
-==================  ===============================  ==============================================
-``weights``         (K,)                             mixing weights η, ~ Dirichlet(α)
-``means``           (K, d)                           component means μ_k (Gaussian models)
-``precision``       full (K, d, d); tied (d, d);     inverse covariances Λ_k (Normal–Wishart or
-                    diag (K, d); spherical (K, 1);  Normal–Gamma prior: μ_k | Λ_k ~ N(m0, (κ Λ_k)⁻¹))
-                    tied_diag (d,)
-``item_probs``      Bernoulli items (K, p)           P(y_i = 1 | z = k) (Beta prior) or, for
-                    categorical: ``item_probs_<i>``  categorical items, P(y_i = s | z = k) (Dirichlet)
-                    (K, S_i) per item
-``assignment``      (n,)                             z, enumerable (``infer={"enumerate": "parallel"}``)
-``data`` / ``items``(n, d) / (n, p)                  observed y; NaN (missing) entries are masked out
-==================  ===============================  ==============================================
+====================  ===============================  ==============================================
+site                  shape                            meaning (chapter symbol)
+====================  ===============================  ==============================================
+``weights``           (K,)                             mixing weights η, ~ Dirichlet(α)
+``means``             (K, d)                           component means μ_k (Gaussian models)
+``precision``         full (K, d, d); tied (d, d);     inverse covariances Λ_k (Normal–Wishart or
+                      diag (K, d); spherical (K, 1);   Normal–Gamma prior: μ_k | Λ_k ~ N(m0, (κ Λ_k)⁻¹))
+                      tied_diag (d,)
+``item_probs``        Bernoulli items (K, p)           P(y_i = 1 | z = k) (Beta prior) or, for
+                      categorical: ``item_probs_<i>``  categorical items, P(y_i = s | z = k) (Dirichlet)
+                      (K, S_i) per item
+``assignment``        (n,)                             z, enumerable (``infer={"enumerate": "parallel"}``)
+``data`` / ``items``  (n, d) / (n, p)                  observed y; NaN (missing) entries are masked out
+====================  ===============================  ==============================================
 
 Missing data (NaN). Under local independence a missing entry integrates out of g_k exactly, so in
 :class:`LatentClass`, :class:`LatentProfile` and the ``diag`` / ``spherical`` :class:`GaussianMixture`

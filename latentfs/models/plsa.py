@@ -17,13 +17,13 @@ the other estimates.
 
 Sites (token plate ``token`` of size N = Σ_ij n(d_i, x_j)):
 
-========  =========  ==============================================
-site      shape      meaning
-========  =========  ==============================================
-``doc``   (N,)       document index of each token, d ~ P(d)
-``aspect``(N,)       aspect of each token, z ~ P(z | d) (enumerable)
-``word``  (N,)       word index of each token, x ~ P(x | z)
-========  =========  ==============================================
+==========  =========  ==============================================
+site        shape      meaning
+==========  =========  ==============================================
+``doc``     (N,)       document index of each token, d ~ P(d)
+``aspect``  (N,)       aspect of each token, z ~ P(z | d) (enumerable)
+``word``    (N,)       word index of each token, x ~ P(x | z)
+==========  =========  ==============================================
 """
 
 from __future__ import annotations

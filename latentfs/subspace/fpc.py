@@ -592,10 +592,10 @@ class FPC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 # Evaluation (Section 3.1) and image features (Section 3.2)
 # --------------------------------------------------------------------------------------------------
 def coverage(y_true: Any, y_found: Any, *, noise_label: Any = None) -> float:
-    """The chapter's coverage p = Σ_j |C_τ(j) ∩ Ĉ_j| / Σ_j |Ĉ_j|, τ(j) = argmax_i |C_i ∩ Ĉ_j| (Section 3.1).
+    """The chapter's coverage ``p = Σ_j |C_τ(j) ∩ Ĉ_j| / Σ_j |Ĉ_j|``, ``τ(j) = argmax_i |C_i ∩ Ĉ_j|`` (Section 3.1).
 
     Each found cluster is credited with its majority true cluster (purity). Rows whose true label equals
-    ``noise_label`` belong to no true cluster: they count in Σ_j |Ĉ_j| but are never credited.
+    ``noise_label`` belong to no true cluster: they count in ``Σ_j |Ĉ_j|`` but are never credited.
 
     Examples
     --------

@@ -436,7 +436,7 @@ class HyperbolicPCA(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Transfor
     eta_neg : float, default 0.1
         η₋₁ > 0, the weight of negative (different-label) pairs.
     eta_pos : float, default 1.0
-        |η₁| ≥ 0, the weight of positive (same-label) pairs (0 gives PCA of the pair differences).
+        ``|η₁|`` ≥ 0, the weight of positive (same-label) pairs (0 gives PCA of the pair differences).
     balanced : bool, default True
         Weight the *mean* over negative pairs against the mean over positive pairs (the chapter's ρ̄).
     normalize : bool, default True

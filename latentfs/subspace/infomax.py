@@ -434,9 +434,9 @@ class InfoMaxProjection(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Tran
     Parameters
     ----------
     n_components : int, default 2
-        |y|, the dimension of the code; at most the number of features (the chapter has |y| < |x|).
+        ``|y|``, the dimension of the code; at most the number of features (the chapter has ``|y| < |x|``).
     n_auxiliary : int, default 3
-        |z|, the number of states of the auxiliary variable (decoder experts); 1 gives the simple bound (4),
+        ``|z|``, the number of states of the auxiliary variable (decoder experts); 1 gives the simple bound (4),
         whose optimum is the PCA subspace.
     channel : {"auxiliary", "hybrid"}, default "auxiliary"
         ``"auxiliary"``: z is not transmitted, bound (8) on I(x, y) with the penalty −KL(p(z|x) ‖ q(z)).

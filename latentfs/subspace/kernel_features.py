@@ -246,7 +246,7 @@ class KernelFeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     kernel_landmarks_ : (d, d) array
         M(S).
     whitening_ : (d, d) array
-        U⁻¹ (or M^{+1/2}); F2 = F1 @ whitening_ (computed for every mapping: :meth:`score` uses it).
+        U⁻¹ (or M^{+1/2}); ``F2 = F1 @ whitening_`` (computed for every mapping: :meth:`score` uses it).
     whitening_used_ : str
         ``"cholesky"`` or ``"symmetric"`` (after a fallback).
     projection_ : (d, d₃) array

@@ -355,10 +355,10 @@ class PLS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, Mul
     components_ : PLSComponents
         W, P, C/Q, T, U, rotations and B in centred/scaled units.
     coef_ : (N, M) array
-        Coefficients in the input units: ŷ = intercept_ + x @ coef_ (note: scikit-learn stores the
+        Coefficients in the input units: ``ŷ = intercept_ + x @ coef_`` (note: scikit-learn stores the
         transpose).
     intercept_ : (M,) array
-        ȳ − x̄ @ coef_.
+        ``ȳ − x̄ @ coef_``.
     n_components_ : int
         The number of components used (chosen by Q² when ``n_components="q2"``).
     n_iter_ : int
@@ -804,7 +804,7 @@ class KernelPLS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixi
     Attributes
     ----------
     dual_coef_ : (n, M) array
-        U (TᵀKU)⁻¹ TᵀY: ŷ = ȳ + K_t,c dual_coef_.
+        U (TᵀKU)⁻¹ TᵀY: ``ŷ = ȳ + K_t,c dual_coef_``.
     x_scores_, y_scores_ : (n, A) arrays
         T and U.
     X_fit_ : (n, N) array

@@ -240,7 +240,7 @@ class RandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         return np.asarray(out.toarray() if sp.issparse(out) else out)
 
     def score(self, X: Any, y: Any = None) -> float:
-        """−mean |‖z_i − z_j‖²/‖x_i − x_j‖² − 1| over the pairs of rows of ``X`` (0 when every squared distance
+        """``−mean |‖z_i − z_j‖²/‖x_i − x_j‖² − 1|`` over the pairs of rows of ``X`` (0 when every squared distance
         is kept; Theorem 2 bounds each term by ε with high probability). At most 500 evenly spaced rows are
         used; ``y`` is ignored."""
         check_fitted(self, "components_", call="fit(X)")

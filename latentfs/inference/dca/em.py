@@ -551,6 +551,9 @@ class MAP(DCAPoint):
     ``latentfs.fit(model, X, method="map")`` for :class:`DirichletDCA` (m, Θ) or
     :class:`GammaPoissonDCA` (l, Θ). The objective is the model's log joint p(W, latent, Θ), which
     never decreases when every α_k ≥ 1 and γ_j ≥ 1; smaller values clip entries to 0 (module docstring).
+
+    Parameters
+    ----------
     max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
     n_init : int
         Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.

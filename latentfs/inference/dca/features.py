@@ -375,8 +375,8 @@ class DCAClassifier(ParamsAsDataError, ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray, the class labels; class_prior_ : ndarray, π used; result_ : the fitted Posterior;
-    n_features_in_ : int; feature_names_in_ : ndarray of str (only when ``X`` had string column names)
+    classes_ : ndarray, the class labels; ``class_prior_`` : ndarray, π used; ``result_`` : the fitted Posterior;
+    ``n_features_in_`` : int; ``feature_names_in_`` : ndarray of str (only when ``X`` had string column names)
 
     Examples
     --------

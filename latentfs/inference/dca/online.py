@@ -232,7 +232,7 @@ def fit_online_vb(
         Step sizes ρ_t = (τ0 + t)^(−κ), τ0 ≥ 0, κ ∈ (0.5, 1] (Hoffman et al. 2010). With τ0 = 1 the first
         batch's statistics replace the random start entirely (ρ_0 = 1).
     total_documents : int, optional
-        D, to which each batch's statistics are scaled (× D/|B|); by default the number of rows of a
+        D, to which each batch's statistics are scaled (``× D/|B|``); by default the number of rows of a
         matrix or of a list of batches; required for an iterator.
     theta_update : {"full", "chapter"}
         Module docstring.

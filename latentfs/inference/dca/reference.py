@@ -73,6 +73,16 @@ def fit_nuts(
     label-swapped modes); otherwise Pyro's default initialisation is used. The draws are relabelled per
     draw and checked for convergence (a :class:`~latentfs.core.driver.ConvergenceWarning` when R̂ or ESS
     is off, unless ``warn=False``). Ctrl-C keeps the chains already finished.
+
+    Parameters
+    ----------
+    num_samples, num_warmup, num_chains : int
+        Draws kept per chain, warm-up steps per chain, and chains (run one after another).
+    init_values : dict site -> array, optional
+        Where every chain starts (Pyro's ``init_to_value``); None: Pyro's default initialisation.
+    target_accept_prob : float
+        NUTS's target acceptance probability during step-size adaptation, in (0, 1).
+    seed, dtype, empty_documents, progress, warn : see :func:`latentfs.fit`.
     """
     num_samples, num_warmup, num_chains, seed, dtype, empty_documents = check_options(
         num_samples=num_samples, num_warmup=num_warmup, num_chains=num_chains, seed=seed, dtype=dtype,
@@ -169,6 +179,18 @@ def fit_svi(
 
     The trace is the ELBO estimate per step. The result holds ``num_draws`` draws from the fitted guide
     as one chain. ``tol=0`` (default) runs all ``num_steps`` steps.
+
+    Parameters
+    ----------
+    num_steps : int
+        SVI steps (Adam updates of the guide's parameters).
+    learning_rate : float
+        Adam's step size, > 0.
+    num_draws : int
+        Draws taken from the fitted guide into the result.
+    tol : float
+        Stop early when the ELBO's relative change is at most this (0: run every step).
+    seed, dtype, empty_documents, progress : see :func:`latentfs.fit`.
     """
     num_steps, num_draws, seed, dtype, empty_documents, tol = check_options(
         num_steps=num_steps, num_draws=num_draws, seed=seed, dtype=dtype, empty_documents=empty_documents, tol=tol

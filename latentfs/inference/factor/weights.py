@@ -276,7 +276,7 @@ def loading_weights(
     bootstrap: dict[str, np.ndarray] | None = None,
     absolute: bool = True,
 ) -> FeatureWeights:
-    """|loading| of each feature on one factor after ``rotation``, with draws from Gibbs or a bootstrap.
+    """The absolute loading of each feature on one factor after ``rotation``, with draws from Gibbs or a bootstrap.
 
     The point loadings (posterior mean for Gibbs) are rotated; each draw is rotated the same way
     and then matched to the rotated point loadings by a signed permutation, so column ``factor``
