@@ -70,7 +70,8 @@ def fit(model: Any, data: Any, method: str | None = None, **options: Any) -> Pos
     method : str, optional
         Engine name; defaults to the model's ``default_method``.
     **options
-        Passed to the engine (``seed``, ``max_iter``, ``num_samples``…; see each engine's docstring), except
+        Passed to the engine (``seed``, ``max_iter``, ``num_samples``…: every engine's options, with type,
+        default and meaning, are tabled on its model family's page of the reference, docs/), except
         ``chain_method`` and the names of the data's axes. ``chain_method="parallel"`` runs a sampler's chains,
         or an optimiser's ``n_init`` restarts, each in a separate process (on the active Dask cluster when a
         ``dask.distributed`` Client exists), ``"threads"`` runs chains in threads of this process and
