@@ -23,6 +23,12 @@ does not, the block is the unit: a fold-in that stops when every document of its
 block (within its tolerance of the in-memory values), and a score that draws a random split per document draws it
 per block (from the same seed), so the mean differs from the in-memory one by the split's sampling noise.
 
+A dask DataFrame is taken as a pandas DataFrame is: its columns are matched to the names seen in ``fit`` (from its
+column names alone, before any row is read; missing or extra columns raise the in-memory error) and put in the
+fitted order, and its partitions are the blocks. Their lengths are not counted (that would read the data), so the
+result has unknown row chunk sizes (``compute_chunk_sizes()`` finds them), as does a dask array selected by a
+boolean mask; ``score`` needs none.
+
 Arguments that group rows (``lengths=``, the lengths of consecutive sequences) are split with the rows: every row
 chunk must hold whole sequences (:func:`sequence_chunks` gives chunks that do), and ``lengths=None`` (one sequence)
 takes a single row chunk. This module names no family: it reads the method's signature and the estimator's
@@ -40,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from latentfs.core.data import DataError
-from latentfs.core.shards import require_dask, shard_task, wrap
+from latentfs.core.shards import ShardError, require_dask, shard_task, wrap
 
 __all__ = ["BLOCKWISE_METHODS", "BlockwiseNewData", "blockwise_method", "is_dask_collection", "sequence_chunks"]
 
@@ -141,6 +147,8 @@ def _on_blocks(est: Any, name: str, kind: str, X: Any, options: dict[str, Any]) 
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(est)
+    # a DataFrame's blocks go to the method as DataFrames with the fitted names, as in memory
+    columns = _fitted_names(est) if hasattr(X, "columns") and getattr(X, "ndim", 2) == 2 else None
     X = _as_dask_array(est, X)
     if kind == "columns" and name == "transform":
         _refuse_container_output(est)
@@ -159,18 +167,18 @@ def _on_blocks(est: Any, name: str, kind: str, X: Any, options: dict[str, Any]) 
     per_block = _split_grouping(name, X, options)
     held = wrap(est)  # one key holding the estimator, shared by every task
     if kind == "score":
-        return _score(est, name, X, held, per_block)
+        return _score(est, name, X, held, per_block, columns)
     if kind == "columns":
         width = int(est._n_features_out)
         meta = np.empty((0, width), dtype=np.float64)
         return X.map_blocks(
-            _block, held, name, per_block, kind, width, meta.dtype, _starts(X),
+            _block, held, name, per_block, kind, width, meta.dtype, _starts(X), columns,
             chunks=(X.chunks[0], (width,)), dtype=meta.dtype, meta=meta,
         )
     dtype = np.dtype(np.float64) if kind == "value" else _label_dtype(est)
     meta = np.empty((0,), dtype=dtype)
     return X.map_blocks(
-        _block, held, name, per_block, kind, 0, dtype, _starts(X),
+        _block, held, name, per_block, kind, 0, dtype, _starts(X), columns,
         drop_axis=1, chunks=(X.chunks[0],), dtype=dtype, meta=meta,
     )
 
@@ -185,17 +193,12 @@ def _as_dask_array(est: Any, X: Any) -> Any:
     require_dask()
     import dask.array as da
 
-    if not isinstance(X, da.Array):
-        _refuse_frame(est, X)
+    if not isinstance(X, da.Array):  # a dask DataFrame: columns matched by name, as a pandas DataFrame's
+        X = _frame_as_array(est, X)
     if X.ndim != 2:
         raise DataError(
             f"X must be a 2-D dask array (rows × features); got {X.ndim} dimension(s) of shape {X.shape}. "
             "Reshape it, e.g. X.reshape(-1, 1) for one feature."
-        )
-    if any(c != c for c in X.chunks[0]):
-        raise DataError(
-            "X has unknown row chunk sizes (NaN); call X.compute_chunk_sizes() first, or build it with known "
-            "chunks, so that each block's rows are placed in the result."
         )
     width = getattr(est, "n_features_in_", None)
     if isinstance(width, (int, np.integer)) and X.shape[1] == X.shape[1] and int(X.shape[1]) != int(width):
@@ -208,14 +211,31 @@ def _as_dask_array(est: Any, X: Any) -> Any:
     return X
 
 
-def _refuse_frame(est: Any, X: Any) -> None:
+def _frame_as_array(est: Any, X: Any) -> Any:
+    """A dask DataFrame's columns, matched to the fitted names as :func:`~latentfs.core.estimator.match_columns`
+    matches a pandas DataFrame's (the check reads the column names only), as a dask array; its row chunks are the
+    partitions, of unknown lengths (no pass over the data to count them)."""
+    import pandas as pd
+
+    from latentfs.core.estimator import match_columns
+
+    if getattr(X, "ndim", 2) != 2:  # a dask Series
+        raise DataError(
+            f"X is a dask {type(X).__name__}; pass a 2-D dask DataFrame or array (rows × features), e.g. "
+            "X.to_frame() for one feature."
+        )
+    columns = list(X.columns)
+    match_columns(est, pd.DataFrame(columns=pd.Index(columns, dtype=object)))
+    names = _fitted_names(est)
+    if names is not None:
+        by_name = {str(c): c for c in columns}
+        X = X[[by_name[n] for n in names]]
+    return X.to_dask_array()
+
+
+def _fitted_names(est: Any) -> list[str] | None:
     names = getattr(est, "feature_names_in_", None)
-    select = "X[list(est.feature_names_in_)]" if names is not None else "X"
-    raise DataError(
-        f"X is a dask {type(X).__name__}; {type(est).__name__} takes a dask array, whose row chunks are its blocks "
-        f"(a DataFrame's partitions have unknown lengths). Select the fitted columns in their order and convert: "
-        f"{select}.to_dask_array(lengths=True)."
-    )
+    return None if names is None else [str(n) for n in names]
 
 
 def _refuse_container_output(est: Any) -> None:
@@ -233,11 +253,38 @@ def _refuse_container_output(est: Any) -> None:
         )
 
 
-def _starts(X: Any) -> list[int]:
+def _starts(X: Any) -> list[int] | None:
+    """The first row of each row chunk, and the row count last; None when the chunk sizes are unknown."""
+    if any(c != c for c in X.chunks[0]):  # NaN: a DataFrame's partitions, or a boolean selection
+        return None
     starts = [0]
     for size in X.chunks[0]:
         starts.append(starts[-1] + int(size))
     return starts
+
+
+def _run(
+    fn: Callable[..., Any],
+    index: int,
+    starts: list[int] | None,
+    block: Any,
+    options: dict[str, Any],
+    columns: list[str] | None = None,
+) -> Any:
+    """``fn(block, **options)``, the block as a DataFrame with ``columns`` when given; a DataError it raises names
+    the chunk (and its rows when they are known)."""
+    if columns is not None:
+        import pandas as pd
+
+        block = pd.DataFrame(block, columns=columns, copy=False)
+    if starts is not None:
+        return shard_task(fn, index, starts[index], starts[index + 1], block, **options)
+    try:
+        return fn(block, **options)
+    except ShardError:
+        raise
+    except DataError as exc:
+        raise ShardError(f"in row chunk {index} (rows of unknown position): {exc}") from exc
 
 
 def _split_grouping(name: str, X: Any, options: dict[str, Any]) -> list[dict[str, Any]]:
@@ -247,6 +294,11 @@ def _split_grouping(name: str, X: Any, options: dict[str, Any]) -> list[dict[str
         return [dict(options)] * n_blocks
     lengths = options[_GROUPING]
     rows = _starts(X)
+    if rows is None:
+        raise DataError(
+            "lengths= needs X's row chunk sizes, to cut the sequences at the chunk boundaries; X has unknown ones "
+            "(NaN). Call X.compute_chunk_sizes() first, or pass X.to_dask_array(lengths=True) for a DataFrame."
+        )
     if lengths is None:
         if n_blocks > 1:
             raise DataError(
@@ -295,15 +347,16 @@ def _block(
     kind: str,
     width: int,
     dtype: np.dtype,
-    starts: list[int],
+    starts: list[int] | None,
+    columns: list[str] | None,
     block_info: Any = None,
 ) -> np.ndarray:
     """One row chunk's output: the estimator's method ``name`` on the block (in memory, so the method itself runs),
     checked against the declared shape and dtype."""
     i = int(block_info[0]["chunk-location"][0]) if block_info else 0
-    start, stop = starts[i], starts[i + 1]
-    out = np.asarray(shard_task(getattr(est, name), i, start, stop, block, **per_block[i]))
-    want = (stop - start, width) if kind == "columns" else (stop - start,)
+    out = np.asarray(_run(getattr(est, name), i, starts, block, per_block[i], columns))
+    rows = int(block.shape[0])
+    want = (rows, width) if kind == "columns" else (rows,)
     if out.shape != want or out.dtype != dtype:
         raise DataError(  # a defect of the estimator, not of the data: the declared output was wrong
             f"{type(est).__name__}.{name} gave an array of shape {out.shape} and dtype {out.dtype} for row "
@@ -314,28 +367,41 @@ def _block(
 
 
 def _score_block(
-    block: Any, est: Any, name: str, options: dict[str, Any], index: int, start: int, stop: int
+    block: Any,
+    est: Any,
+    name: str,
+    options: dict[str, Any],
+    index: int,
+    starts: list[int] | None,
+    columns: list[str] | None,
 ) -> np.ndarray:
     """(weight × score, weight) of one row chunk; (0, 0) for a chunk the score drops entirely."""
-    weight = float(shard_task(est._score_weight, index, start, stop, block, **options))
+    weight = float(_run(est._score_weight, index, starts, block, options, columns))
     if weight <= 0:
         return np.zeros(2)
-    value = float(shard_task(getattr(est, name), index, start, stop, block, **options))
+    value = float(_run(getattr(est, name), index, starts, block, options, columns))
     return np.array([value * weight, weight])
 
 
-def _score(est: Any, name: str, X: Any, held: Any, per_block: list[dict[str, Any]]) -> float:
+def _score(
+    est: Any, name: str, X: Any, held: Any, per_block: list[dict[str, Any]], columns: list[str] | None
+) -> float:
     from latentfs.core.shards import compute, delayed
 
     starts = _starts(X)
     blocks = X.to_delayed()[:, 0]
     task = delayed(_score_block, pure=True)
-    parts = [task(b, held, name, per_block[i], i, starts[i], starts[i + 1]) for i, b in enumerate(blocks)]
+    parts = [task(b, held, name, per_block[i], i, starts, columns) for i, b in enumerate(blocks)]
     values = compute(*parts)
     total = math.fsum(float(p[1]) for p in values)
     if total <= 0:
         # every block dropped: the in-memory score of the first block raises the estimator's own error
-        return float(getattr(est, name)(blocks[0].compute(), **per_block[0]))
+        first = blocks[0].compute()
+        if columns is not None:
+            import pandas as pd
+
+            first = pd.DataFrame(first, columns=columns, copy=False)
+        return float(getattr(est, name)(first, **per_block[0]))
     numerator = [float(p[0]) for p in values if p[1] > 0]
     if any(math.isinf(v) or math.isnan(v) for v in numerator):
         return float(sum(numerator) / total)

@@ -19,14 +19,14 @@ worker processes, so the estimator travels to them pickled.
 """
 
 import math
-import sys
-import types
 import warnings
 
 import dask
 import dask.array as da
+import dask.dataframe as dd
 import distributed
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
@@ -300,10 +300,6 @@ def test_bad_dask_input_is_refused_clearly(fa, gmm):
         fa.transform(da.from_array(X[:, :3], chunks=(50, -1)))
     with pytest.raises(DataError, match=r"X must be a 2-D dask array \(rows × features\); got 1 dimension"):
         gmm.predict(da.from_array(X[:, 0], chunks=50))
-    unknown = da.from_array(X, chunks=(50, -1))
-    unknown = unknown[unknown[:, 0] > 0]
-    with pytest.raises(DataError, match=r"unknown row chunk sizes \(NaN\); call X.compute_chunk_sizes\(\) first"):
-        gmm.predict(unknown)
     with pytest.raises(NotFittedError):
         latentfs.FactorAnalyzer(2).transform(da.from_array(X, chunks=(50, -1)))
     bad = X.copy()
@@ -319,15 +315,42 @@ def test_bad_dask_input_is_refused_clearly(fa, gmm):
         named.transform(da.from_array(X, chunks=(50, -1)))
 
 
-def test_a_dask_dataframe_is_refused_with_the_conversion(fa, monkeypatch):
-    # dask.dataframe needs pyarrow, which latentfs's extras do not install: a stand-in module checks the refusal
-    stub = types.ModuleType("dask.dataframe")
-    stub.DataFrame = type("DataFrame", (), {"columns": ["x0"]})
-    stub.Series = type("Series", (), {})
-    monkeypatch.setitem(sys.modules, "dask.dataframe", stub)
-    with pytest.raises(DataError, match=r"X is a dask DataFrame; FactorAnalyzer takes a dask array.*"
-                                        r"X.to_dask_array\(lengths=True\)"):
-        fa.transform(stub.DataFrame())
+def test_unknown_row_chunks_a_boolean_selection(gmm):
+    X = _continuous()
+    Xd = da.from_array(X, chunks=(50, -1))
+    keep = X[:, 0] > 0
+    chosen = Xd[Xd[:, 0] > 0]  # row chunk sizes unknown (NaN) until computed
+    assert any(c != c for c in chosen.chunks[0])
+    with dask.config.set(scheduler="synchronous"):
+        np.testing.assert_array_equal(gmm.predict(chosen).compute(), gmm.predict(X[keep]))
+        assert math.isclose(gmm.score(chosen), gmm.score(X[keep]), rel_tol=1e-12)
+        est, S = _hmm()
+        unknown = da.from_array(S, chunks=(100, -1))
+        unknown = unknown[unknown[:, 0] == unknown[:, 0]]
+        with pytest.raises(DataError, match=r"lengths= needs X's row chunk sizes.*X.compute_chunk_sizes\(\)"):
+            est.predict(unknown, lengths=[50] * 6)
+
+
+def test_a_dask_dataframe_matches_columns_by_name(cluster):
+    X = _continuous()
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    est = _fit(latentfs.FactorAnalyzer(2, seed=0), frame)
+    shuffled = dd.from_pandas(frame[["c", "a", "d", "b"]], npartitions=3)
+    lazy = est.transform(shuffled)
+    assert isinstance(lazy, da.Array) and len(lazy.chunks[0]) == 3
+    np.testing.assert_allclose(lazy.compute(), est.transform(frame), rtol=1e-12, atol=1e-14)
+    assert math.isclose(est.score(shuffled), est.score(frame), rel_tol=1e-12)
+    message = r"X must have the columns seen in fit \(4 named columns\); it has missing \['d'\] \(1\)"
+    with pytest.raises(DataError, match=message):
+        est.transform(frame[["a", "b", "c"]])
+    with pytest.raises(DataError, match=message):
+        est.transform(dd.from_pandas(frame[["a", "b", "c"]], npartitions=2))  # the same error, before any row is read
+    result = latentfs.fit(GaussianMixture(3), frame, method="em", seed=0, warn=False)
+    named = dd.from_pandas(frame[["d", "c", "b", "a"]], npartitions=2)
+    np.testing.assert_allclose(result.predict_proba(named).compute(), result.predict_proba(frame), rtol=1e-12,
+                               atol=1e-14)
+    with pytest.raises(DataError, match=r"X is a dask Series; pass a 2-D dask DataFrame or array"):
+        est.transform(shuffled["a"])
 
 
 def test_sequence_chunks_groups_whole_sequences():
