@@ -211,8 +211,8 @@ def fold_in(
     with Θ fixed; DirichletDCA and common-rate GaP only): responsibilities γ_jk ∝ (n_k^¬ + α_k) θ_jk for every
     distinct word, the mixture (n + α) / (L + Σα). It needs no digamma and, measured by document completion
     on held-out halves (``benchmarks/dca_foldin.py``), scores higher than the mean-field fixed point, most at
-    large K (where exp ψ(a) empties components with few tokens); ``tol`` bounds the change of the totals n
-    in a sweep. Its scratch is (widest document's distinct words) × K values per thread.
+    large K (where exp ψ(a) empties components with few tokens); ``tol`` bounds the change of the totals n over
+    a sweep. Its scratch is (widest document's distinct words) × K values per thread.
     """
     if method not in ("vb", "cvb0"):
         raise DataError(f"method must be 'vb' or 'cvb0'; got {method!r}. Pass method='vb' (the default).")

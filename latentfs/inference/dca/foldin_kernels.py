@@ -136,13 +136,13 @@ def _fold_in_all(crow, col, val, theta_t, alpha, log_rate, dirichlet, max_iter, 
                          n_iter)
 
 
-def _cvb0_doc(i, crow, col, val, theta_t, alpha, max_iter, tol, n, gamma, n_iter, mixture):  # pragma: no cover
+def _cvb0_doc(i, crow, col, val, theta_t, alpha, max_iter, tol, n, n_start, gamma, n_iter, mixture):  # pragma: no cover
     """Document i by CVB0 (Asuncion et al. 2009, eq. 6 with Φ fixed): writes mixture[i] = (n + α) / (L + Σα).
 
     Each distinct word j (count c_j) holds responsibilities γ_j (rows of ``gamma``, one per non-zero). A sweep
     visits the words in column order; for word j, one of its tokens is taken out of the component totals n,
     γ_jk ∝ (n_k + α_k) θ_jk, and the totals get c_j copies of the new γ_j. Starts from γ_j ∝ θ_j; stops when no
-    total moved by more than ``tol`` in a sweep.
+    total moved by more than ``tol`` over a sweep.
     """
     K = alpha.shape[0]
     lo, hi = crow[i], crow[i + 1]
@@ -167,6 +167,8 @@ def _cvb0_doc(i, crow, col, val, theta_t, alpha, max_iter, tol, n, gamma, n_iter
     done = 0
     for it in range(max_iter):
         change = 0.0
+        for k in range(K):
+            n_start[k] = n[k]
         for t in range(lo, hi):
             j = col[t]
             c = val[t]
@@ -179,12 +181,12 @@ def _cvb0_doc(i, crow, col, val, theta_t, alpha, max_iter, tol, n, gamma, n_iter
             for k in range(K):
                 old = gamma[t - lo, k]
                 g = (n[k] - old + alpha[k]) * theta_t[j, k] * inv
-                delta = c * (g - old)
-                n[k] += delta
+                n[k] += c * (g - old)
                 gamma[t - lo, k] = g
-                moved = abs(delta)
-                if moved > change or moved != moved:
-                    change = moved if moved == moved else math.inf
+        for k in range(K):
+            moved = abs(n[k] - n_start[k])
+            if moved > change or moved != moved:  # a NaN counts as not converged
+                change = moved if moved == moved else math.inf
         done = it + 1
         if change <= tol:
             break
@@ -207,9 +209,10 @@ def _cvb0_all(crow, col, val, theta_t, alpha, max_iter, tol, mixture, n_iter):  
         for i in range(first, last):
             widest = max(widest, crow[i + 1] - crow[i])
         n = np.empty(K, dtype=mixture.dtype)
+        n_start = np.empty(K, dtype=mixture.dtype)
         gamma = np.empty((widest, K), dtype=mixture.dtype)
         for i in range(first, last):
-            _CVB0_DOC(i, crow, col, val, theta_t, alpha, max_iter, tol, n, gamma, n_iter, mixture)
+            _CVB0_DOC(i, crow, col, val, theta_t, alpha, max_iter, tol, n, n_start, gamma, n_iter, mixture)
 
 
 @functools.cache

@@ -56,15 +56,13 @@ def _reference_cvb0(tw, X, alpha, max_iter=200, tol=1e-6):
         gamma = (tw[:, cols] / tw[:, cols].sum(0)).T  # (n, K)
         n = (w[:, None] * gamma).sum(0)
         for _ in range(max_iter):
-            change = 0.0
+            start = n.copy()
             for t, j in enumerate(cols):
                 weights = (n - gamma[t] + alpha) * tw[:, j]
                 new = weights / weights.sum()
-                delta = w[t] * (new - gamma[t])
-                n = n + delta
+                n = n + w[t] * (new - gamma[t])
                 gamma[t] = new
-                change = max(change, np.abs(delta).max())
-            if change <= tol:
+            if np.abs(n - start).max() <= tol:
                 break
         out[i] = (n + alpha) / (w.sum() + alpha.sum())
     return out
