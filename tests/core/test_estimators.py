@@ -83,7 +83,7 @@ def test_set_output_pandas(counts):
     est = DCA(3, max_iter=40).set_output(transform="pandas").fit(counts)
     out = est.transform(counts)
     assert isinstance(out, pd.DataFrame)
-    assert list(out.columns) == ["component0", "component1", "component2"]
+    assert list(out.columns) == ["dca0", "dca1", "dca2"]
     np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-12)
 
 

@@ -70,10 +70,10 @@ class DCA(LatentEstimator):
     >>> X = DirichletDCA(2).simulate(n_documents=40, n_features=12, doc_length=50, seed=0)["counts"]
     >>> dca = DCA(2, max_iter=300).fit(X)
     >>> dca.transform(X[:3]).shape, dca.get_feature_names_out().tolist()
-    ((3, 2), ['component0', 'component1'])
+    ((3, 2), ['dca0', 'dca1'])
     """
 
-    _feature_prefix = "component"
+    _feature_prefix = "dca"  # scikit-learn's style of output names: the class name, lower-cased
     _accept_sparse = "csr"
     _positive_only = True
 

@@ -61,10 +61,10 @@ class FactorAnalyzer(LatentEstimator):
     ...                                seed=0)["data"]
     >>> fa = FactorAnalyzer(1).fit(X)
     >>> fa.transform(X).shape, fa.get_feature_names_out().tolist()
-    ((100, 1), ['factor0'])
+    ((100, 1), ['factoranalyzer0'])
     """
 
-    _feature_prefix = "factor"
+    _feature_prefix = "factoranalyzer"  # scikit-learn's style of output names: the class name, lower-cased
     _min_samples = 2
     _min_features = 2
     _allow_nan = True
@@ -204,7 +204,7 @@ class MixtureOfFactorAnalyzersClusterer(ClusterMixin, DensityMixin, LatentEstima
     ((100, 2), (2, 3, 1))
     """
 
-    _feature_prefix = "component"
+    _feature_prefix = "mixtureoffactoranalyzersclusterer"  # scikit-learn's style: the class name, lower-cased
     _min_samples = 2
     _min_features = 2
 

@@ -44,7 +44,6 @@ __all__ = ["CategoricalHMMEstimator", "GaussianHMMEstimator"]
 class _HMMEstimator(DensityMixin, LatentEstimator):
     """Shared code: ``fit`` with ``lengths`` and the decoding methods; subclasses build the model."""
 
-    _feature_prefix = "state"
     _min_samples = 2
 
     # ------------------------------------------------------------------ fitting
@@ -185,6 +184,8 @@ class GaussianHMMEstimator(_HMMEstimator):
     ((120,), (2, 2))
     """
 
+    _feature_prefix = "gaussianhmmestimator"  # scikit-learn's style of output names: the class name, lower-cased
+
     def __init__(
         self,
         n_components: int = 2,
@@ -281,6 +282,8 @@ class CategoricalHMMEstimator(_HMMEstimator):
     >>> hmm.components_.shape, hmm.predict_proba(sim["data"].reshape(-1, 1), lengths=sim["lengths"]).shape
     ((2, 3), (90, 2))
     """
+
+    _feature_prefix = "categoricalhmmestimator"  # scikit-learn's style of output names: the class name, lower-cased
 
     def __init__(
         self,

@@ -65,10 +65,10 @@ class LatentTraitAnalyzer(LatentEstimator):
     ...                             discrimination=[[1.5], [1.0], [2.0], [1.2]], seed=0)["items"]
     >>> lta = LatentTraitAnalyzer(1).fit(X)
     >>> lta.transform(X).shape, lta.get_feature_names_out().tolist()
-    ((300, 1), ['trait0'])
+    ((300, 1), ['latenttraitanalyzer0'])
     """
 
-    _feature_prefix = "trait"
+    _feature_prefix = "latenttraitanalyzer"  # scikit-learn's style of output names: the class name, lower-cased
     _min_samples = 2
     _min_features = 2
 

@@ -32,7 +32,6 @@ __all__ = ["GaussianMixtureClusterer", "LatentClassClusterer", "LatentProfileClu
 class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
     """Shared prediction code; subclasses build the model."""
 
-    _feature_prefix = "component"
     _min_samples = 2
     _param_sites: tuple[str, ...] = ("weights", "means", "covariance")
 
@@ -216,6 +215,7 @@ class GaussianMixtureClusterer(_MixtureEstimator):
     True
     """
 
+    _feature_prefix = "gaussianmixtureclusterer"  # scikit-learn's style of output names: the class name, lower-cased
     def __init__(
         self,
         n_components: int = 2,
@@ -268,6 +268,7 @@ class LatentProfileClusterer(_MixtureEstimator):
         :class:`GaussianMixtureClusterer`.
     """
 
+    _feature_prefix = "latentprofileclusterer"  # scikit-learn's style of output names: the class name, lower-cased
     def __init__(
         self,
         n_components: int = 2,
@@ -311,6 +312,7 @@ class LatentClassClusterer(_MixtureEstimator):
         :class:`GaussianMixtureClusterer`.
     """
 
+    _feature_prefix = "latentclassclusterer"  # scikit-learn's style of output names: the class name, lower-cased
     _param_sites = ("weights", "item_probs")
 
     def _log_component(self, X: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ class PLSAEstimator(LatentEstimator):
     (3, 2)
     """
 
-    _feature_prefix = "aspect"
+    _feature_prefix = "plsaestimator"  # scikit-learn's style of output names: the class name, lower-cased
     _accept_sparse = "csr"
     _positive_only = True
 

@@ -42,7 +42,7 @@ def test_agrees_with_fit(blobs):
     assert est.score(X) == pytest.approx(post.diagnostics["log_likelihood"] / X.shape[0], rel=1e-10)
     np.testing.assert_array_equal(est.labels_, est.predict(X))
     assert adjusted_rand_score(truth, est.labels_) > 0.95  # label-invariant recovery of the two analysers
-    assert est.get_feature_names_out().tolist() == ["component0", "component1"]
+    assert est.get_feature_names_out().tolist() == ["mixtureoffactoranalyzersclusterer0", "mixtureoffactoranalyzersclusterer1"]
 
 
 def test_pipeline_and_grid_search(blobs):

@@ -92,7 +92,7 @@ def test_gaussian_agrees_with_fit_and_decoders(gaussian):
     total = sequence_log_likelihood(post, X, lengths).sum()
     assert est.score(X, lengths=lengths) == pytest.approx(total / X.shape[0], rel=1e-10)
     assert est.score(X, lengths=lengths) == pytest.approx(post.diagnostics["log_likelihood"] / X.shape[0], rel=1e-8)
-    assert est.get_feature_names_out().tolist() == ["state0", "state1", "state2"]
+    assert est.get_feature_names_out().tolist() == ["gaussianhmmestimator0", "gaussianhmmestimator1", "gaussianhmmestimator2"]
     assert est.startprob_.shape == (3,) and np.allclose(est.transmat_.sum(1), 1.0)
 
 

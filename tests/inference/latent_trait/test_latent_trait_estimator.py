@@ -56,7 +56,7 @@ def test_estimator_agrees_with_the_engine(lsat):
     np.testing.assert_allclose(lta.transform_sd(lsat), post.extras["trait_sd"], atol=1e-10)
     # score is the mean marginal log-likelihood per person
     assert lta.score(lsat) == pytest.approx(post.diagnostics["log_likelihood"] / 1000, rel=1e-10)
-    assert lta.n_levels_.tolist() == [2] * 5 and lta.get_feature_names_out().tolist() == ["trait0"]
+    assert lta.n_levels_.tolist() == [2] * 5 and lta.get_feature_names_out().tolist() == ["latenttraitanalyzer0"]
     assert list(lta.feature_names_in_) == ["Q1", "Q2", "Q3", "Q4", "Q5"]
 
 
