@@ -213,7 +213,7 @@ def test_topic_word_mean_matches_enumeration():
         step = chain(model, X, seed=100 + c)
         for _ in range(20):
             step()
-        means.append(np.mean([np.exp(step().log_topic_word) for _ in range(3000)], axis=0))
+        means.append(np.mean([np.exp(step().log_phi_t.T) for _ in range(3000)], axis=0))
     mean, se = np.mean(means, 0), np.std(means, 0, ddof=1) / 4.0
     limit = stats.t.ppf(1 - 1e-4 / (2 * 6), df=15)
     assert (np.abs(mean - exact) < limit * se).all(), (mean, exact, se)
