@@ -62,9 +62,12 @@ def test_quick_mode_is_announced_where_prose_quotes_full_run_numbers(path):
 
 def test_kernel_env_forces_the_inline_backend(monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
     env = _run_module().kernel_env()
     assert env["MPLBACKEND"] == "module://matplotlib_inline.backend_inline"
-    assert "ignore:IProgress not found" in env["PYTHONWARNINGS"]
+    # nothing else is hidden from the notebooks: no progress-bar switch, no warning filter
+    assert "TQDM_DISABLE" not in env and "IProgress" not in env.get("PYTHONWARNINGS", "")
 
 
 def test_count_figures_counts_png_outputs():

@@ -2,6 +2,7 @@
 
     python tutorials/run.py                 # execute every tutorial (set LATENTFS_QUICK=1 for the quick mode)
     python tutorials/run.py --build         # also write NN_*.ipynb with outputs (figures) beside the sources
+    python tutorials/run.py --build docs/tutorials   # ... or into a folder (the docs render them from there)
     python tutorials/run.py 01 03a          # only the tutorials whose names start with these prefixes
 
 A failing cell fails the run with the cell's traceback. Every tutorial promises a number of figures
@@ -9,8 +10,9 @@ A failing cell fails the run with the cell's traceback. Every tutorial promises 
 backend that draws nothing (``MPLBACKEND=Agg`` leaking into the kernel) cannot go unnoticed.
 
 The kernel runs with matplotlib's inline backend whatever ``MPLBACKEND`` says in the calling shell (CI
-sets Agg for plain scripts), and without progress bars: the engines use ``tqdm.auto``, which in a kernel
-without ipywidgets warns "IProgress not found" on import; the kernel filters that one message.
+sets Agg for plain scripts). Nothing else is hidden: the notebooks show what a user sees, progress bars
+included (widgets with ipywidgets, text without), and a cell that prints Pyro's "IProgress not found"
+warning fails the run.
 """
 
 from __future__ import annotations
@@ -46,12 +48,9 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 
 
 def kernel_env() -> dict[str, str]:
-    """The kernel's environment: the caller's, with the inline backend and no progress-bar warning."""
+    """The kernel's environment: the caller's, with matplotlib's inline backend."""
     env = dict(os.environ)
     env["MPLBACKEND"] = INLINE_BACKEND
-    env["TQDM_DISABLE"] = "1"  # tqdm ≥ 4.66 reads defaults from TQDM_* variables: no bars in a notebook
-    filters = [f for f in env.get("PYTHONWARNINGS", "").split(",") if f]
-    env["PYTHONWARNINGS"] = ",".join([*filters, "ignore:IProgress not found"])
     return env
 
 
@@ -76,7 +75,7 @@ def warnings_in(notebook) -> list[str]:
     ]
 
 
-def run(path: Path, build: bool, timeout: int) -> tuple[float, int, list[str]]:
+def run(path: Path, build: Path | None, timeout: int) -> tuple[float, int, list[str]]:
     import jupytext
     from nbclient import NotebookClient
 
@@ -85,17 +84,21 @@ def run(path: Path, build: bool, timeout: int) -> tuple[float, int, list[str]]:
     started = time.perf_counter()
     client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(HERE)}})
     client.execute(env=kernel_env())
-    if build:
+    if build is not None:
         import nbformat
 
-        nbformat.write(notebook, path.with_suffix(".ipynb"))
+        build.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, build / f"{path.stem}.ipynb")
     return time.perf_counter() - started, count_figures(notebook), warnings_in(notebook)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("prefixes", nargs="*", help="run only tutorials whose file names start with these")
-    parser.add_argument("--build", action="store_true", help="write executed .ipynb files with outputs")
+    parser.add_argument(
+        "--build", nargs="?", const=HERE, default=None, type=Path, metavar="DIR",
+        help="write executed .ipynb files with outputs into DIR (default: beside the sources)",
+    )
     parser.add_argument("--timeout", type=int, default=1200, help="seconds allowed per cell")
     args = parser.parse_args(argv)
     paths = sorted(p for p in HERE.glob("[0-9][0-9]*.py"))

@@ -134,9 +134,6 @@ def _api_index(docs: Path) -> list[str]:
         "",
         ".. currentmodule:: latentfs",
         "",
-        ".. autodata:: latentfs.__version__",
-        "   :annotation:",
-        "",
         "``latentfs``",
         "------------",
         "",
@@ -150,6 +147,8 @@ def _api_index(docs: Path) -> list[str]:
             continue
         canonical[id(getattr(latentfs, name))] = f"latentfs.{name}"
         lines.append(f"   {name}")
+    lines += ["", ".. py:data:: __version__", "   :type: str", "",
+              f"   The installed version of latentfs (``{latentfs.__version__}`` for this reference).", ""]
     for sub in SUBPACKAGES:
         module = importlib.import_module(f"latentfs.{sub}")
         names = _public(module)
