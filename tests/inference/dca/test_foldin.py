@@ -211,6 +211,14 @@ def test_estimator_transform_uses_the_kernel_for_both_models():
     want = _reference_per_document(dm.components_ / dm.components_.sum(1, keepdims=True), X[40:],
                                    dm.posterior_.hyperparameters["alpha"], max_iter=dm.fold_in_iter)
     np.testing.assert_allclose(mix, want / want.sum(1, keepdims=True), rtol=0, atol=1e-12)
+    gap = latentfs.DCA(3, model="gamma_poisson", method="vb", seed=0).fit(X[:40])
+    beta = np.broadcast_to(np.asarray(gap.posterior_.hyperparameters["beta"], dtype=np.float64), (3,))
+    tw = gap.components_ / gap.components_.sum(1, keepdims=True)
+    shapes = _reference_per_document(tw, X[40:], gap.posterior_.hyperparameters["alpha"],
+                                     beta=None if np.allclose(beta, beta[0], rtol=1e-12, atol=0) else beta,
+                                     max_iter=gap.fold_in_iter)
+    scores = shapes if np.allclose(beta, beta[0], rtol=1e-12, atol=0) else shapes / (1 + beta)
+    np.testing.assert_allclose(gap.transform(X[40:]), scores / scores.sum(1, keepdims=True), rtol=0, atol=1e-12)
 
 
 def test_cvb0_equals_the_numpy_reference_and_is_thread_independent(corpus):
