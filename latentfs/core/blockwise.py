@@ -29,6 +29,9 @@ fitted order, and its partitions are the blocks. Their lengths are not counted (
 result has unknown row chunk sizes (``compute_chunk_sizes()`` finds them), as does a dask array selected by a
 boolean mask; ``score`` needs none.
 
+``fit_predict`` on a dask array fits it (shard by shard, where the engine can) and returns the lazy ``predict`` of
+its rows: the training labels, which a sharded fit does not keep (``labels_``).
+
 Arguments that group rows (``lengths=``, the lengths of consecutive sequences) are split with the rows: every row
 chunk must hold whole sequences (:func:`sequence_chunks` gives chunks that do), and ``lengths=None`` (one sequence)
 takes a single row chunk. This module names no family: it reads the method's signature and the estimator's
@@ -48,7 +51,14 @@ import numpy as np
 from latentfs.core.data import DataError
 from latentfs.core.shards import ShardError, require_dask, shard_task, wrap
 
-__all__ = ["BLOCKWISE_METHODS", "BlockwiseNewData", "blockwise_method", "is_dask_collection", "sequence_chunks"]
+__all__ = [
+    "BLOCKWISE_METHODS",
+    "BlockwiseNewData",
+    "blockwise_method",
+    "fit_predict_method",
+    "is_dask_collection",
+    "sequence_chunks",
+]
 
 #: method name -> what each row gives: ``"columns"`` a row of ``_n_features_out`` floats, ``"label"`` one label,
 #: ``"value"`` one float, ``"score"`` the mean of the whole input (a float).
@@ -119,6 +129,21 @@ def blockwise_method(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
+def fit_predict_method(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (an estimator's ``fit_predict``) taking a dask array as well: ``fit`` on it (which fits it shard by
+    shard, or refuses it), then the lazy ``predict`` of its rows, which in memory are the training labels
+    (``labels_``, the most probable component of each row at the fitted parameters)."""
+
+    @functools.wraps(fn)
+    def method(self: Any, X: Any, y: Any = None, **kwargs: Any) -> Any:
+        if not is_dask_collection(X):
+            return fn(self, X, y, **kwargs)
+        return self.fit(X, y, **kwargs).predict(X, **kwargs)
+
+    method._blockwise = True  # type: ignore[attr-defined]
+    return method
+
+
 class BlockwiseNewData:
     """Mixin: the new-data methods (:data:`BLOCKWISE_METHODS`) that a subclass defines take a dask array and run
     block by block (module docstring). A subclass declares its output width as ``_n_features_out``."""
@@ -130,6 +155,9 @@ class BlockwiseNewData:
             fn = cls.__dict__.get(name)
             if callable(fn) and not getattr(fn, "_blockwise", False):
                 setattr(cls, name, blockwise_method(name, fn))
+        fn = cls.__dict__.get("fit_predict")
+        if callable(fn) and not getattr(fn, "_blockwise", False):
+            setattr(cls, "fit_predict", fit_predict_method(fn))  # noqa: B010 - a class attribute, by name
         super().__init_subclass__(**kwargs)
 
     def _score_weight(self, X: Any, **options: Any) -> float:

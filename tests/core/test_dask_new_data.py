@@ -379,3 +379,17 @@ def test_hdd_estimators_predict_block_by_block():
                     np.testing.assert_array_equal(lazy.compute(), want, err_msg=name)
     with pytest.raises(DataError, match=r"y must be None when X is a dask array: score runs on X's row chunks"):
         hdda.score(Xd, y)
+
+
+def test_fit_predict_on_a_dask_array_gives_the_lazy_labels():
+    X = _continuous()
+    Xd = da.from_array(X, chunks=(UNEVEN, -1))
+    with dask.config.set(scheduler="synchronous"):
+        est = latentfs.GaussianMixtureClusterer(3, seed=0)
+        labels = est.fit_predict(Xd)  # a sharded fit keeps no labels_: they come lazily, block by block
+        assert isinstance(labels, da.Array) and labels.chunks[0] == UNEVEN
+        np.testing.assert_array_equal(labels.compute(), est.predict(X))
+        again = latentfs.GaussianMixtureClusterer(3, seed=0).fit(Xd)
+        np.testing.assert_array_equal(again.predict(X), est.predict(X))  # the same fit
+    np.testing.assert_array_equal(latentfs.GaussianMixtureClusterer(3, seed=0).fit_predict(X),
+                                  latentfs.GaussianMixtureClusterer(3, seed=0).fit(X).labels_)
