@@ -37,6 +37,8 @@ DIAGNOSTICS: dict[str, str] = {
     "objective_name": "what the objective is (log posterior, log-likelihood, negative divergence)",
     "log_likelihood": "the observed-data log-likelihood at the result",
     "conditional_log_likelihood": "the log-likelihood given each document's own fitted proportions",
+    "no_pointwise_log_likelihood": "why the result has no pointwise log-likelihood for az.loo / az.waic, and "
+    "what to compare fits by instead",
     "log_prior": "the log prior at a MAP result",
     "bound": "the evidence lower bound at the result (VB)",
     "elbo": "the ELBO estimate at the result (SVI, latent-trait VB)",

@@ -62,9 +62,8 @@ generator) and, only when asked (``store=``), the document site from its count p
 (DM) or l_k ~ Gamma(c_k + α_k, rate 1 + β_k) (GaP). Everything else is a running sum or lazy:
 ``extras["topic_word_mean"]`` is the Rao-Blackwellised E[Θ | counts] = (γ_j + N_jk) / (Σγ + N_k) and
 ``extras["component_counts"]`` the mean c_(i), both averaged over the kept sweeps (per chain, aligned); the
-pointwise log-likelihood log p(w_(i) | latent, Θ) at every kept draw is computed on first use, from the kept
-Θ draws and the kept document counts c_(i) (stored as small integers), with the document latents drawn then
-from a generator seeded per draw.
+pointwise log-likelihood log p(w_(i) | Θ) at every kept draw, with each document's latent integrated out (what
+``az.loo`` assumes, :mod:`.loo`), is computed on first use from the kept Θ draws.
 
 Layout: the compiled sweeps are in :mod:`.collapsed_kernels`; Table 4 in numpy, the collapsed log joint,
 the corpus, the count state, initialisation and the sweep dispatch in :mod:`.collapsed_state`; this module
@@ -85,7 +84,6 @@ from latentfs.core.data import DataError
 from latentfs.core.driver import run_sampler
 from latentfs.core.random import dirichlet_rows
 from latentfs.core.registry import register
-from latentfs.core.relabel import apply_draw_permutations
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.collapsed_kernels import (
     _count_lgamma,
@@ -121,13 +119,13 @@ from latentfs.inference.dca.common import (
     check_options,
     check_store,
     dims_and_coords,
-    doc_loglik,
     finish_sampler,
     model_groups,
     prepare,
     resolve_model,
 )
 from latentfs.inference.dca.gibbs import sample_doc_latent, theta_sample
+from latentfs.inference.dca.loo import draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 
 __all__ = [
@@ -300,8 +298,9 @@ def fit_collapsed_gibbs(
     align : relabel every draw (within and across chains, on ``topic_word``) and permute each chain's running
         means and learned α by its chain's relabelling before the chains are averaged; ``align=False``
         keeps chain-level outputs per chain (leading chain axis).
-    log_likelihood : make log p(w_(i) | latent, Θ) per kept draw and document available as
-        ``post.log_likelihood`` (computed on first use, module docstring; ``False``: none).
+    log_likelihood : make log p(w_(i) | Θ) per kept draw and document, the document's latent integrated out
+        (:mod:`latentfs.inference.dca.loo`), available as ``post.log_likelihood`` and the ArviZ
+        ``log_likelihood`` group (computed on first use; ``False``: none).
     learn_alpha : bool or None
         DirichletDCA only: Minka's fixed point for α on the sweep's counts c_(i) (:func:`minka_alpha_hist`)
         after every warm-up sweep (stochastic EM); each chain keeps the mean of its updates over the second
@@ -407,7 +406,6 @@ def fit_collapsed_gibbs(
     if not isinstance(log_likelihood, (bool, np.bool_)):
         raise DataError(f"log_likelihood must be True or False; got {log_likelihood!r}.")
     lazy_ll = bool(log_likelihood) and "topic_word" in sites
-    count_dtype = np.uint16 if corpus.lengths.max(initial=0) < 2**16 else np.int32
 
     def t_hyper(h: dict[str, Any]) -> dict[str, torch.Tensor]:
         out = {"alpha": torch.as_tensor(h["alpha"])}
@@ -465,16 +463,13 @@ def fit_collapsed_gibbs(
         kept: dict[str, np.ndarray] = {}
         if "topic_word" in sites:
             kept["topic_word"] = theta
-        if store_doc or (log_likelihood and not lazy_ll):
+        if store_doc:
             latent = sample_doc_latent(chain.model, torch.from_numpy(state.doc_counts.astype(np.float64)),
                                        t_hyper(h), state.draw_generator)
             chain.doc_sum += latent.numpy()
-            if store_doc:
-                kept[doc_site] = latent.numpy()
-            if log_likelihood and not lazy_ll:
-                kept["_loglik"] = doc_loglik(chain.model, data, torch.from_numpy(theta), latent).numpy()
-        if lazy_ll:
-            kept["_doc_counts"] = state.doc_counts.astype(count_dtype)
+            kept[doc_site] = latent.numpy()
+        if log_likelihood and not lazy_ll:  # Θ is not kept: the marginal of this draw now (chain's labels)
+            kept["_loglik"] = draw_marginal_loglik(chain.model, data, theta, t_hyper(h), seed)
         return kept
 
     _kernels()  # numba imported and the kernels bound here, before chains may start in threads
@@ -485,7 +480,6 @@ def fit_collapsed_gibbs(
     )
     draws = dict(run.draws)
     loglik: Any = draws.pop("_loglik", None)
-    kept_counts = draws.pop("_doc_counts", None)
     chains: list[_Chain] = run.final_states
     n_chains = len(chains)
     n_kept = max(run.n_draws, 1)
@@ -542,9 +536,9 @@ def fit_collapsed_gibbs(
     )
     if "gamma" in learning:
         post.extras["gamma_trace"] = traces["gamma"]
-    if kept_counts is not None:
-        post.log_likelihood = _lazy_loglik(post, data, kept_counts, [ch.model for ch in chains],
-                                           [t_hyper(ch.hyper) for ch in chains], seed)
+    if lazy_ll:
+        post.log_likelihood = lazy_marginal_loglik(post, data, [ch.model for ch in chains],
+                                                   [t_hyper(ch.hyper) for ch in chains], seed)
     averaged = finish_sampler(post, chain_extras=chain_extras, per_chain=per_chain, align=align, warn=warn)
     if learning:
         values: dict[str, Any] = {}
@@ -555,37 +549,6 @@ def fit_collapsed_gibbs(
             values["gamma"] = float(np.mean([ch.hyper["gamma"][0] for ch in chains]))
         post.hyperparameters = {**with_hyperparameters(model, **values).hyperparameters(), "learned": list(learning)}
     return post
-
-
-def _lazy_loglik(post: Posterior, data: Any, counts: np.ndarray, models: list[DCAModel],
-                 hypers: list[dict[str, torch.Tensor]], seed: Any) -> Any:
-    """The pointwise log-likelihood of every kept draw, as a callable the Posterior evaluates on first use.
-
-    Draw (c, d) pairs the kept Θ draw with the document latent drawn from its count posterior given the
-    kept counts c_(i) of the same sweep (chain c's hyperparameters, a generator seeded by (seed, c, d)), in
-    the chain's own labels; both are then put in the Posterior's labels (its per-draw relabelling), so the
-    value does not depend on when it is asked for.
-    """
-    base = int(seed) if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else 0
-
-    def compute() -> np.ndarray:
-        theta = post.samples("topic_word")
-        perms = post.relabel_permutations
-        n_chains, n_draws = theta.shape[:2]
-        out = np.empty((n_chains, n_draws, counts.shape[2]))
-        gen = torch.Generator()
-        for c in range(n_chains):
-            for d in range(n_draws):
-                gen.manual_seed(int(np.random.SeedSequence([base, c, d]).generate_state(1)[0]))
-                latent = sample_doc_latent(models[c], torch.from_numpy(counts[c, d].astype(np.float64)), hypers[c],
-                                           gen).numpy()
-                if perms is not None:
-                    latent = apply_draw_permutations(latent[None, None], perms[c : c + 1, d : d + 1], 1)[0, 0]
-                out[c, d] = doc_loglik(models[c], data, torch.from_numpy(np.ascontiguousarray(theta[c, d])),
-                                       torch.from_numpy(np.ascontiguousarray(latent))).numpy()
-        return out
-
-    return compute
 
 
 register(DirichletDCA, "collapsed_gibbs")(fit_collapsed_gibbs)

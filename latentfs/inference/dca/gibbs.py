@@ -53,7 +53,6 @@ from latentfs.inference.dca.common import (
     cgp_zero_probability,
     check_store,
     dims_and_coords,
-    doc_loglik,
     finish_sampler,
     hyper_tensors,
     log_length_factorials,
@@ -61,6 +60,7 @@ from latentfs.inference.dca.common import (
     prepare,
     resolve_model,
 )
+from latentfs.inference.dca.loo import NO_LOO_REASON, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA
 
 __all__ = [
@@ -409,7 +409,10 @@ def fit_gibbs(
         permute each chain's running means and learned hyperparameters by its chain's relabelling before
         they are averaged over chains. ``align=False`` leaves labels alone and keeps every chain-level
         output per chain (leading chain axis), since averaging unmatched components would mix them.
-    log_likelihood : store log p(w_(i) | latent, Θ) per draw and document (the ArviZ log-likelihood).
+    log_likelihood : make log p(w_(i) | Θ) per kept draw and document, the document's latent integrated out
+        (:mod:`latentfs.inference.dca.loo`), available as ``post.log_likelihood`` and the ArviZ
+        ``log_likelihood`` group (computed on first use). ConditionalGammaPoissonDCA has no estimator of it:
+        none, and ``diagnostics["no_pointwise_log_likelihood"]`` says why.
     learn_alpha, learn_beta, learn_rho : bool
         Learn α (DM: Minka's fixed point from the counts c; GaP/CGP: the gamma-shape equation from the
         sampled scores), β (GaP/CGP, with α fixed) or ρ (CGP: the fraction of zero scores) by one
@@ -458,6 +461,11 @@ def fit_gibbs(
     sites = check_store(model, store)
     doc_site = model.doc_site
     cgp = isinstance(model, ConditionalGammaPoissonDCA)
+    if not isinstance(log_likelihood, (bool, np.bool_)):
+        raise DataError(f"log_likelihood must be True or False; got {log_likelihood!r}.")
+    # the pointwise log-likelihood with each document's latent integrated out (loo.py); CGP has none
+    lazy_ll = bool(log_likelihood) and not cgp and "topic_word" in sites
+    eager_ll = bool(log_likelihood) and not cgp and not lazy_ll
     def init(gen: torch.Generator) -> _Chain:
         zeros = torch.zeros(data.n_documents, model.n_components, dtype=dtype, device=device)
         h = dict(hyper)
@@ -495,8 +503,9 @@ def fit_gibbs(
             chain.doc_sum += state.doc_latent
         out = {"topic_word": state.topic_word, doc_site: state.doc_latent}
         kept = {s: out[s].detach().cpu().numpy() for s in sites}
-        if log_likelihood:
-            kept["_loglik"] = doc_loglik(model, data, state.topic_word, state.doc_latent).cpu().numpy()
+        if eager_ll:  # Θ is not kept: the marginal of this draw now (the chain's labels)
+            kept["_loglik"] = draw_marginal_loglik(model, data, state.topic_word.detach().cpu().numpy(),
+                                                   chain.hyper, seed)
         return kept
 
     run = run_sampler(
@@ -537,12 +546,16 @@ def fit_gibbs(
             "observation_dim": "document",
             "stored_sites": list(sites),
             **({"hyper_drift": drifts} if learn else {}),
+            **({"no_pointwise_log_likelihood": NO_LOO_REASON} if cgp and log_likelihood else {}),
         },
         log_likelihood=loglik,
         extras={"kept_documents": data.counts.kept_documents, "doc_lengths": data.counts.doc_lengths},
         hyperparameters=model.hyperparameters(),
         sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
     )
+    if lazy_ll:
+        post.log_likelihood = lazy_marginal_loglik(post, data, [model] * len(chains), [ch.hyper for ch in chains],
+                                                   seed)
     averaged = finish_sampler(post, chain_extras=chain_extras, per_chain=per_chain, align=align, warn=warn)
     if learn:
         values = {name: averaged.get(name, post.extras[name][0]) for name in learn}

@@ -75,7 +75,6 @@ from latentfs.core.options import check_int
 from latentfs.core.random import dirichlet_rows
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
-from latentfs.inference.dca.collapsed import _lazy_loglik
 from latentfs.inference.dca.collapsed_state import (
     CollapsedCorpus,
     _doc_constant_dm,
@@ -87,12 +86,12 @@ from latentfs.inference.dca.common import (
     check_options,
     check_store,
     dims_and_coords,
-    doc_loglik,
     finish_sampler,
     prepare,
     resolve_model,
 )
 from latentfs.inference.dca.gibbs import sample_doc_latent
+from latentfs.inference.dca.loo import draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.inference.dca.mh_kernels import TOPIC_BITS
 from latentfs.inference.dca.mh_kernels import kernels as _kernels
 from latentfs.models.dca import DirichletDCA
@@ -422,8 +421,9 @@ def fit_mh(
     store : sites to keep draws of: ``("topic_word",)`` (default) or ``("topic_word", "doc_topic")``.
     align : relabel the draws within and across chains (on ``topic_word``) and permute every chain's running
         means before they are averaged; ``False`` keeps chain-level outputs per chain.
-    log_likelihood : make log p(w_(i) | m, Θ) per kept draw and document available as ``post.log_likelihood``
-        (computed on first use; ``False``: none).
+    log_likelihood : make log p(w_(i) | Θ) per kept draw and document, m integrated out
+        (:mod:`latentfs.inference.dca.loo`), available as ``post.log_likelihood`` and the ArviZ
+        ``log_likelihood`` group (computed on first use; ``False``: none).
     warn : bool
         Warn (``ConvergenceWarning``) when the relabelled draws have not converged.
     memory_budget : float, optional
@@ -476,7 +476,6 @@ def fit_mh(
     doc_site = model.doc_site
     store_doc = doc_site in sites
     lazy_ll = bool(log_likelihood) and "topic_word" in sites
-    count_dtype = np.uint16 if corpus.lengths.max(initial=0) < 2**16 else np.int32
 
     def init_chain(gen: torch.Generator) -> _Chain:
         return _Chain(mh_init(model, corpus, J, gen), np.zeros((K, J)), np.zeros((I, K)), np.zeros((I, K)))
@@ -495,16 +494,13 @@ def fit_mh(
         kept: dict[str, np.ndarray] = {}
         if "topic_word" in sites:
             kept["topic_word"] = theta
-        if store_doc or (log_likelihood and not lazy_ll):
+        if store_doc:
             latent = sample_doc_latent(model, torch.from_numpy(state.doc_counts.astype(np.float64)), t_hyper,
                                        state.draw_generator)
             chain.doc_sum += latent.numpy()
-            if store_doc:
-                kept[doc_site] = latent.numpy()
-            if log_likelihood and not lazy_ll:
-                kept["_loglik"] = doc_loglik(model, data, torch.from_numpy(theta), latent).numpy()
-        if lazy_ll:
-            kept["_doc_counts"] = state.doc_counts.astype(count_dtype)
+            kept[doc_site] = latent.numpy()
+        if log_likelihood and not lazy_ll:  # Θ is not kept: the marginal of this draw now
+            kept["_loglik"] = draw_marginal_loglik(model, data, theta, t_hyper, seed)
         return kept
 
     run = run_sampler(
@@ -514,7 +510,6 @@ def fit_mh(
     )
     draws = dict(run.draws)
     loglik: Any = draws.pop("_loglik", None)
-    kept_counts = draws.pop("_doc_counts", None)
     chains: list[_Chain] = run.final_states
     kept = np.array([max(ch.kept, 1) for ch in chains], dtype=np.float64)
     mean_counts = np.stack([ch.cc_sum for ch in chains]) / kept[:, None, None]
@@ -555,9 +550,8 @@ def fit_mh(
         hyperparameters=model.hyperparameters(),
         sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
     )
-    if kept_counts is not None:
-        post.log_likelihood = _lazy_loglik(post, data, kept_counts, [model] * len(chains),
-                                           [t_hyper] * len(chains), seed)
+    if lazy_ll:
+        post.log_likelihood = lazy_marginal_loglik(post, data, [model] * len(chains), [t_hyper] * len(chains), seed)
     finish_sampler(post, chain_extras=chain_extras, align=align, warn=warn)
     return post
 

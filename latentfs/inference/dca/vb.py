@@ -722,8 +722,9 @@ class DCAVB(EngineSpec):
         Warm start: the result of an earlier VB fit of the same model on the same documents (its q(m) and q(Θ);
         :func:`state_from_posterior`), or a state. The first restart starts there.
     num_ll_draws : int
-        Draws from q used for the pointwise log-likelihood group of the ArviZ export; 0 skips it (the result then
-        has no ``log_likelihood``, so ``az.loo``/``az.waic`` cannot use it).
+        Draws of Θ from q for the pointwise log-likelihood log p(w_(i) | Θ) (each document's latent integrated
+        out, :mod:`latentfs.inference.dca.loo`), exported with ``to_inference_data(num_draws=...)``; 0 skips it
+        (the result then has no ``log_likelihood``, so ``az.loo``/``az.waic`` cannot use it).
     callback : callable, optional
         Called as ``callback(iteration, state, objective)`` after every cycle (monitoring, benchmarks).
     learn_alpha, learn_beta : bool

@@ -11,7 +11,7 @@ import torch
 
 from latentfs.core.pipeline import Export
 from latentfs.core.results import Posterior
-from latentfs.inference.dca.common import DCAData, DCAModel, doc_loglik, group_normalise
+from latentfs.inference.dca.common import DCAData, DCAModel, group_normalise
 from latentfs.models.dca import DirichletDCA
 
 __all__: list[str] = []
@@ -74,12 +74,10 @@ def vb_export(
 
 
 def _pointwise_loglik(model: DCAModel, data: DCAData, post: Posterior, n: int) -> np.ndarray:
-    """log p(w_(i) | latent, Θ) at ``n`` joint draws from q: shape (1, n, I)."""
+    """log p(w_(i) | Θ) at ``n`` draws of Θ from q, each document's latent integrated out
+    (:mod:`latentfs.inference.dca.loo`): shape (1, n, I). A point Θ gives the same value at every draw."""
+    from latentfs.inference.dca.loo import draw_marginal_loglik
+
     theta = post.samples("topic_word", n, seed=1)[0]  # a point estimate comes back once: (1, K, J)
-    doc = post.samples(model.doc_site, n, seed=2)[0]
-    out = np.empty((n, data.n_documents))
-    for s in range(n):
-        t = torch.as_tensor(theta[s % theta.shape[0]], dtype=data.dtype, device=data.device)
-        d = torch.as_tensor(doc[s], dtype=data.dtype, device=data.device)
-        out[s] = doc_loglik(model, data, t, d).cpu().numpy()
-    return out[None]
+    once = [draw_marginal_loglik(model, data, theta[s], {}, 0) for s in range(min(n, theta.shape[0]))]
+    return np.stack([once[s % len(once)] for s in range(n)])[None]
