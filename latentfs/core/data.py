@@ -143,6 +143,18 @@ def _is_dataframe(obj: Any) -> bool:
     return hasattr(obj, "columns") and hasattr(obj, "index") and hasattr(obj, "iloc")
 
 
+def _is_dataarray(obj: Any) -> bool:
+    # an xarray DataArray, recognised without importing xarray (not a dependency)
+    return type(obj).__module__.startswith("xarray") and hasattr(obj, "dims") and hasattr(obj, "coords")
+
+
+def _dataarray_labels(obj: Any, axis: int) -> tuple[str, ...] | None:
+    """The labels of a 2-D DataArray's dimension ``axis`` (rows: its first dimension, documents or samples;
+    columns: its second, features), or None when that dimension has no coordinate."""
+    dim = obj.dims[axis]
+    return tuple(str(v) for v in obj.indexes[dim]) if dim in obj.indexes else None
+
+
 def _check_unique(names: tuple[str, ...], what: str, where: str, remedy: str) -> None:
     if len(set(names)) == len(names):
         return
@@ -185,6 +197,10 @@ def _names_from(
         if axis == 1:
             return obj.feature_names
         return obj.document_names if isinstance(obj, CountMatrix) else obj.sample_names
+    if _is_dataarray(obj) and obj.ndim == 2 and (labels := _dataarray_labels(obj, axis)) is not None:
+        _check_unique(labels, f"the DataArray's {obj.dims[axis]!r} coordinate", f"{unit}s",
+                      "Make the coordinate's labels unique, or pass plain values (X.values) with names.")
+        return labels
     if _is_dataframe(obj):
         labels = tuple(str(v) for v in (obj.columns if axis == 1 else obj.index))
         remedy = (
@@ -325,6 +341,11 @@ def _to_array_or_sparse(X: Any, name: str, *, masked: str = "error") -> np.ndarr
         return _from_torch(X, name)
     if _is_dataframe(X) and hasattr(X, "to_numpy"):  # pandas DataFrame
         return _from_dataframe(X, name)
+    if _is_dataarray(X):  # xarray DataArray: its values; its coordinates name rows and columns (_names_from)
+        if X.ndim != 2:
+            raise DataError(f"{name} must be a 2-D DataArray (documents or samples × features); got dims {X.dims}. "
+                            f"Select or stack dimensions first, e.g. {name}.stack(feature=[...]).")
+        X = X.values
     if isinstance(X, (str, bytes)) or X is None:
         raise DataError(
             f"{name} must be a 2-D array (numpy, scipy.sparse, torch or pandas); got "
