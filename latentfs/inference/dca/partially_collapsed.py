@@ -14,9 +14,10 @@ two exact Gibbs blocks:
    the sum), from a generator keyed by (seed, chain, sweep) alone.
 
 Unlike AD-LDA (the ``n_threads`` option of ``collapsed_gibbs``) nothing is stale: every token is drawn from its
-exact full conditional, so the chain leaves p(Φ, z | w) invariant whatever the blocking. (It mixes more slowly per
-sweep than the fully collapsed sampler, which integrates Φ out too; the figures are in
-``benchmarks/results/dask_sampler.md``.)
+exact full conditional, so the chain leaves p(Φ, z | w) invariant whatever the blocking. From uniform random
+assignments its first sweeps sit near the flat start: on a 2M-token corpus at K = 100 the held-out score moved
+from −8.94 to −8.77 in 20 sweeps and passed gensim LdaMulticore's 3-pass level at 65
+(``benchmarks/results/dask_sampler.md``).
 
 The same draws for the same seed, whatever the chunking and the workers. Each document draws its uniforms from a
 counter-based stream keyed by (chain key, sweep, global row index) (:mod:`.pc_kernels`), Φ's Dirichlet draw from a
