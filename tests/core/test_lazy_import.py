@@ -106,7 +106,8 @@ def test_fit_finds_the_engines_of_a_models_own_family_in_a_fresh_process():
     code = ("import latentfs\nprint(*latentfs.methods_for(latentfs.DirichletDCA), '|', "
             "*latentfs.methods_for(latentfs.GaussianMixture))")
     out = _fresh(code)
-    assert out[: out.index("|")] == ["collapsed_gibbs", "gibbs", "map", "mh", "nuts", "online_vb", "plsi_em", "svi", "vb"]
+    assert out[: out.index("|")] == ["collapsed_gibbs", "gibbs", "map", "mh", "nuts", "online_vb", "partially_collapsed",
+                                    "plsi_em", "svi", "vb"]
     assert {"em", "gibbs", "vb"} <= set(out[out.index("|") + 1:])
 
 
