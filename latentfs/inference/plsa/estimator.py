@@ -107,3 +107,12 @@ class PLSAEstimator(LatentEstimator):
         seen = tw.sum(0) > 0
         mix = fold_in(self.posterior_, observed, max_iter=self.fold_in_iter)
         return float(completion_loglik(tw[:, seen], mix, held[:, seen]))
+
+    def _score_weight(self, X: Any, **options: Any) -> float:
+        """The held-out tokens :meth:`score` averages over: those of words seen in training (a dask array's score
+        weighs its blocks by them)."""
+        X = self._nonempty_rows(self._validate(X, reset=False))
+        if X.shape[0] == 0:
+            return 0.0
+        held = split_documents(X, 0.5, seed=0)[1]
+        return float(held[:, self.components_.sum(0) > 0].sum())

@@ -158,3 +158,31 @@ def test_dask_local_cluster_processes_equals_in_memory(corpus, valid, client):
     ref = latentfs.fit(PLSA(3), corpus, **opts)
     got = latentfs.fit(PLSA(3), da.from_array(corpus, chunks=(50, -1), asarray=False), **opts)
     _assert_same(got, ref)
+
+
+def test_dask_score_weighs_blocks_by_the_tokens_score_averages_over():
+    """PLSA's score leaves out held-out tokens of words unseen in training; a dask array's score must weigh its
+    blocks by the tokens each block's score averaged over (before: every held-out token, unseen words included)."""
+    import dask
+    import dask.array as da
+
+    from latentfs.evaluate.heldout import split_documents
+
+    rng = np.random.default_rng(0)
+    X = rng.poisson(2.0, size=(150, 30))
+    train = X[:100].copy()
+    train[:, :6] = 0  # six words never seen in training
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a short fit: its convergence is not what this test is about
+        est = latentfs.PLSAEstimator(3, seed=0, max_iter=30).fit(train)
+    new = X[100:].copy()
+    new[:20, :6] *= 8  # the first block holds most of the unseen words' tokens
+    blocks = [new[:25], new[25:]]
+    scores = [est.score(b) for b in blocks]
+    weights = [float(split_documents(b, 0.5, seed=0)[1][:, 6:].sum()) for b in blocks]
+    expected = sum(s * w for s, w in zip(scores, weights, strict=True)) / sum(weights)
+    with dask.config.set(scheduler="synchronous"):
+        got = est.score(da.from_array(new, chunks=(25, -1)))
+    assert abs(got - expected) < 1e-12
