@@ -144,7 +144,7 @@ def fit_em(
 def _floor(fam: HMMFamily, reg_covar: float) -> Any:
     """The emission variance floor: relative to each column's variance, so a fit of c·X is the fit of X scaled (an
     absolute 1e-6 floor decoded the states of daily returns × 1e-8 at chance); as given for categorical emissions."""
-    from latentfs.inference.mixture.families import scaled_reg
+    from latentfs.inference.emissions import scaled_reg
 
     return scaled_reg(fam.emission, reg_covar) if not fam.categorical else reg_covar
 

@@ -19,8 +19,8 @@ import torch
 
 from latentfs.core.data import ContinuousMatrix, DataError, check_float, check_int, check_seed
 from latentfs.core.relabel import component_labels
+from latentfs.inference.emissions import CategoricalFamily, GaussianFamily
 from latentfs.inference.hmm.forward_backward import ChainLayout
-from latentfs.inference.mixture.em import CategoricalFamily, GaussianFamily
 from latentfs.models.hmm import CategoricalHMM, GaussianHMM, SequenceData
 from latentfs.models.mixture import GaussianMixture, LatentClass
 
