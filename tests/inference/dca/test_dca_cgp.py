@@ -135,9 +135,9 @@ def test_rho_zero_vb_iterates_equal_gap(monkeypatch):
     # CGP's updates are sparse torch products; GaP's run in the compiled CPU kernel unless told otherwise, and
     # that kernel equals the torch formulation only up to the order of sums (test_vb_kernels.py): compare
     # like with like, bit for bit
-    from latentfs.inference.dca import vb as vb_module
+    from latentfs.inference.dca import vb_updates
 
-    monkeypatch.setattr(vb_module, "compiled_updates", lambda data: False)
+    monkeypatch.setattr(vb_updates, "compiled_updates", lambda data: False)
     X = latentfs.DirichletDCA(3, alpha=0.3).simulate(25, 15, doc_length=30, seed=2)["counts"]
     data = prepare(X)
     gap = GammaPoissonDCA(3, alpha=[0.2, 0.5, 0.9], beta=[0.3, 0.5, 0.7], gamma=0.3)

@@ -16,6 +16,7 @@ import torch
 import latentfs
 from latentfs.core.data import DataError
 from latentfs.inference.dca import vb as V
+from latentfs.inference.dca import vb_updates
 from latentfs.inference.dca.common import hyper_tensors, prepare, resolve_model
 
 
@@ -28,7 +29,7 @@ def corpus():
 def _fit(X, model, *, torch_path: bool, monkeypatch, **kw):
     with monkeypatch.context() as m:
         if torch_path:
-            m.setattr(V, "compiled_updates", lambda data: False)
+            m.setattr(vb_updates, "compiled_updates", lambda data: False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a short fit may not converge; the comparison is the point
             return latentfs.fit(model, X, method="vb", seed=0, **kw)
@@ -96,7 +97,7 @@ def test_documents_at_theta_matches_its_parts(corpus, monkeypatch):
     theta = torch.as_tensor(np.asarray(theta))
     a0 = V.restart_shape(model, hyper["alpha"], data.doc_lengths)
     fast = V.documents_at_theta(model, data, a0, theta, hyper, "chapter", tol=1e-10, max_iter=2000)
-    monkeypatch.setattr(V, "compiled_updates", lambda data: False)
+    monkeypatch.setattr(vb_updates, "compiled_updates", lambda data: False)
     ref = V.documents_at_theta(model, data, a0, theta, hyper, "chapter", tol=1e-10, max_iter=2000)
     for got, want in zip(fast, ref, strict=True):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-7)
@@ -111,7 +112,7 @@ def test_n_threads_is_checked(corpus, bad):
 def test_automatic_threads_follow_the_work_and_torch(corpus, monkeypatch):
     data = prepare(corpus, dtype=torch.float64, device="cpu", empty_documents="error")
     assert V.vb_threads(None, data, 4) == 1  # a small problem: one thread
-    monkeypatch.setattr(V, "THREADED_WORK", 1)
+    monkeypatch.setattr(vb_updates, "THREADED_WORK", 1)
     monkeypatch.setattr(torch, "get_num_threads", lambda: 3)
     assert V.vb_threads(None, data, 4) == 3
     assert V.vb_threads(2, data, 4) == 2
