@@ -398,9 +398,11 @@ def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> A
     # Ctrl-C returns what was computed, flagged, for every engine that reports its iterations
     if "callback" in valid:
         longer = {"max_iter": 50, "tol": 0.0} if "max_iter" in valid and "tol" in valid else {}
+        # a sampler is interrupted two sweeps after its warm-up, when it has draws to return
+        stop_at = int(opts["num_warmup"]) + 2 if "num_warmup" in opts else 2
         check_interruptible(lambda callback: latentfs.fit(model, data, method=method,
                                                           **{**opts, **longer, "seed": 3, "callback": callback}),
-                            stop_at=2)
+                            stop_at=stop_at)
     # the result contract, save/load included
     check_result_contract(first)
     # one diagnostics vocabulary
