@@ -416,8 +416,10 @@ class PartiallyCollapsed(EngineSpec):
             features = [f"w{j}" for j in range(J)]
         else:
             from latentfs.core.data import as_counts
+            from latentfs.inference.dca.collapsed_state import check_token_budget
 
             counts = as_counts(data, empty_documents=o.empty_documents)
+            check_token_budget(counts.csr.data, what="method='partially_collapsed'")  # before any token array
             n_docs, J = counts.csr.shape
             runner, sources = "memory", [(counts.csr, 0)]
             names, features = list(counts.document_names), list(counts.feature_names)

@@ -284,3 +284,11 @@ def test_empty_documents_kept_get_their_prior_on_a_dask_array():
     got = latentfs.fit(model, da.from_array(Xe, chunks=(10, -1)), **opts)
     assert_same_draws(mem, got)
     assert got.samples("doc_topic").shape[2] == 45
+
+
+def test_a_corpus_too_large_to_expand_is_refused_before_allocating():
+    """Each token gets an assignment: 10^12 tokens are refused with their memory estimate, not a MemoryError."""
+    X = np.ones((4, 6), dtype=np.int64)
+    X[0, 0] = 10**12
+    with pytest.raises(DataError, match="tokens"):
+        latentfs.fit(latentfs.DirichletDCA(2), X, method="partially_collapsed", num_warmup=2, num_samples=2)
