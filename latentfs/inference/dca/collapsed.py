@@ -125,7 +125,7 @@ from latentfs.inference.dca.common import (
     resolve_model,
 )
 from latentfs.inference.dca.gibbs import sample_doc_latent, theta_sample
-from latentfs.inference.dca.loo import draw_marginal_loglik, lazy_marginal_loglik
+from latentfs.inference.dca.loo import count_constants, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 
 __all__ = [
@@ -537,8 +537,9 @@ def fit_collapsed_gibbs(
     if "gamma" in learning:
         post.extras["gamma_trace"] = traces["gamma"]
     if lazy_ll:
-        post.log_likelihood = lazy_marginal_loglik(post, data, [ch.model for ch in chains],
-                                                   [t_hyper(ch.hyper) for ch in chains], seed)
+        post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(model, data),
+                                                   [ch.model for ch in chains], [t_hyper(ch.hyper) for ch in chains],
+                                                   seed)
     averaged = finish_sampler(post, chain_extras=chain_extras, per_chain=per_chain, align=align, warn=warn)
     if learning:
         values: dict[str, Any] = {}

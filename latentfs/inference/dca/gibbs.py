@@ -60,7 +60,7 @@ from latentfs.inference.dca.common import (
     prepare,
     resolve_model,
 )
-from latentfs.inference.dca.loo import NO_LOO_REASON, draw_marginal_loglik, lazy_marginal_loglik
+from latentfs.inference.dca.loo import NO_LOO_REASON, count_constants, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA
 
 __all__ = [
@@ -554,8 +554,8 @@ def fit_gibbs(
         sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
     )
     if lazy_ll:
-        post.log_likelihood = lazy_marginal_loglik(post, data, [model] * len(chains), [ch.hyper for ch in chains],
-                                                   seed)
+        post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(model, data),
+                                                   [model] * len(chains), [ch.hyper for ch in chains], seed)
     averaged = finish_sampler(post, chain_extras=chain_extras, per_chain=per_chain, align=align, warn=warn)
     if learn:
         values = {name: averaged.get(name, post.extras[name][0]) for name in learn}

@@ -220,6 +220,16 @@ def marginal_doc_loglik(
     return out.reshape(*lead, n_docs)
 
 
+def multinomial_constants(csr: Any) -> np.ndarray:
+    """log L! − Σ_j log w_j! of each document of a CSR count matrix (an ungrouped DirichletDCA's constants)."""
+    from scipy.special import gammaln
+
+    lengths = np.asarray(csr.sum(axis=1), dtype=np.float64).ravel()
+    logs = csr.copy().astype(np.float64)
+    logs.data = gammaln(logs.data + 1.0)
+    return gammaln(lengths + 1.0) - np.asarray(logs.sum(axis=1), dtype=np.float64).ravel()
+
+
 def count_constants(model: Any, data: Any) -> np.ndarray:
     """The count vector's constants of each document (I,): DM, the multinomial coefficient log L! − Σ_j log w_j!
     (per group when grouped); GaP, −Σ_j log w_j! of the Poissons (the kernel adds Σ_j w_j log (Θl)_j − Σ_k l_k)."""
@@ -248,9 +258,11 @@ def _numpy(value: Any) -> Any:
     return value.detach().cpu().numpy() if hasattr(value, "detach") else value
 
 
-def lazy_marginal_loglik(post: Any, data: Any, models: list[Any], hypers: list[dict[str, Any]], seed: Any) -> Any:
+def lazy_marginal_loglik(post: Any, csr: Any, constants: np.ndarray, models: list[Any], hypers: list[dict[str, Any]],
+                         seed: Any) -> Any:
     """The pointwise log-likelihood of every kept Θ draw of ``post`` (chain c with ``models[c]`` at
-    ``hypers[c]``), as a callable the Posterior evaluates on first use (ArviZ export, ``az.loo``).
+    ``hypers[c]``) on the documents ``csr`` (their constants, :func:`count_constants`, added), as a callable the
+    Posterior evaluates on first use (ArviZ export, ``az.loo``).
 
     Each draw is scored in its chain's own labels (the Posterior's relabelling undone), where the chain's α
     and β apply as they are, so the value does not depend on when it is asked for or on the relabelling (the
@@ -259,8 +271,6 @@ def lazy_marginal_loglik(post: Any, data: Any, models: list[Any], hypers: list[d
     from latentfs.core.relabel import apply_draw_permutations
 
     base = int(seed) if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else 0
-    csr = data.counts.csr
-    constants = count_constants(models[0], data)
 
     def compute() -> np.ndarray:
         theta = post.samples("topic_word")

@@ -91,7 +91,7 @@ from latentfs.inference.dca.common import (
     resolve_model,
 )
 from latentfs.inference.dca.gibbs import sample_doc_latent
-from latentfs.inference.dca.loo import draw_marginal_loglik, lazy_marginal_loglik
+from latentfs.inference.dca.loo import count_constants, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.inference.dca.mh_kernels import TOPIC_BITS
 from latentfs.inference.dca.mh_kernels import kernels as _kernels
 from latentfs.models.dca import DirichletDCA
@@ -551,7 +551,8 @@ def fit_mh(
         sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
     )
     if lazy_ll:
-        post.log_likelihood = lazy_marginal_loglik(post, data, [model] * len(chains), [t_hyper] * len(chains), seed)
+        post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(model, data),
+                                                   [model] * len(chains), [t_hyper] * len(chains), seed)
     finish_sampler(post, chain_extras=chain_extras, align=align, warn=warn)
     return post
 

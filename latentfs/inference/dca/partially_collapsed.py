@@ -472,5 +472,21 @@ class PartiallyCollapsed(EngineSpec):
             relabel=("topic_word", "component"),
         )
 
+    def finalize(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
+        """In memory, the pointwise log-likelihood log p(w_(i) | Φ) of every kept Φ draw, θ_d integrated out
+        (:mod:`latentfs.inference.dca.loo`), computed on first use; a dask array's result has none (it would need
+        the corpus in this process), and says so."""
+        from latentfs.inference.dca.loo import lazy_marginal_loglik, multinomial_constants
+
+        if not isinstance(prep.runner, _InMemory) or "topic_word" not in post.sites:
+            post.diagnostics["no_pointwise_log_likelihood"] = (
+                "the documents of a dask array are not held in this process; score held-out documents instead "
+                "(Posterior.score, which takes a dask array block by block)")
+            return
+        csr = prep.sources[0][0]
+        n_chains = post.samples("topic_word").shape[0]
+        post.log_likelihood = lazy_marginal_loglik(post, csr, multinomial_constants(csr), [prep.model] * n_chains,
+                                                   [{"alpha": prep.alpha}] * n_chains, post.diagnostics.get("seed"))
+
 
 register_spec(PartiallyCollapsed(), DirichletDCA)

@@ -45,7 +45,8 @@ def enumerated(result: latentfs.Posterior, X: np.ndarray, c: int, d: int) -> np.
     return exact_loglik(theta, X, alpha).per_document + coefficient(X)
 
 
-FIXED = {"collapsed_gibbs": {"learn_alpha": False, "learn_gamma": False}, "gibbs": {}, "mh": {}}
+FIXED = {"collapsed_gibbs": {"learn_alpha": False, "learn_gamma": False}, "gibbs": {}, "mh": {},
+         "partially_collapsed": {}}
 
 
 @pytest.mark.parametrize("method", sorted(FIXED))
@@ -131,3 +132,15 @@ def test_marginal_estimator_is_unbiased_enough_at_its_default_on_a_sparse_matrix
     oracle = exact_loglik(theta, X[keep], np.array([0.4, 0.6])).per_document
     np.testing.assert_allclose(est[keep], oracle, atol=TOL)
     assert est[3] == 0.0
+
+
+def test_a_dask_fit_of_the_partially_collapsed_sampler_says_why_it_has_none():
+    import dask.array as da
+
+    X = tiny_corpus(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = latentfs.fit(latentfs.DirichletDCA(2), da.from_array(X, chunks=(6, -1)),
+                              method="partially_collapsed", seed=0, num_warmup=5, num_samples=4)
+    assert result.log_likelihood is None
+    assert "dask array" in result.diagnostics["no_pointwise_log_likelihood"]
