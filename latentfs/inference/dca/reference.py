@@ -23,7 +23,7 @@ from latentfs.core.options import check_float, check_options
 from latentfs.core.pyro_context import pyro_scope
 from latentfs.core.registry import register
 from latentfs.core.results import Posterior
-from latentfs.inference.dca.common import DCAModel, dims_and_coords, doc_loglik, log_joint, prepare, resolve_model
+from latentfs.inference.dca.common import DCAModel, dims_and_coords, log_joint, prepare, resolve_model
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 
 __all__ = ["fit_nuts", "fit_svi"]
@@ -134,14 +134,14 @@ def fit_nuts(
 
 
 def _sampled_posterior(model: DCAModel, data: Any, draws: dict[str, np.ndarray], method: str) -> Posterior:
+    from latentfs.inference.dca.loo import count_constants, lazy_marginal_loglik
+
     n_chain, n_draw = draws["topic_word"].shape[:2]
-    loglik = np.empty((n_chain, n_draw, data.n_documents))
     lp = np.empty((n_chain, n_draw))
     for c in range(n_chain):
         for d in range(n_draw):
             t = torch.as_tensor(draws["topic_word"][c, d], dtype=data.dtype)
             x = torch.as_tensor(draws[model.doc_site][c, d], dtype=data.dtype)
-            loglik[c, d] = doc_loglik(model, data, t, x).numpy()
             lp[c, d] = float(log_joint(model, data, t, x))
     dims, coords = dims_and_coords(model, data)
     post = Posterior(
@@ -152,11 +152,13 @@ def _sampled_posterior(model: DCAModel, data: Any, draws: dict[str, np.ndarray],
         trace=lp,
         draws=draws,
         diagnostics={"num_chains": n_chain, "num_draws": n_draw, "observation_dim": "document"},
-        log_likelihood=loglik,
         extras={"doc_lengths": data.counts.doc_lengths},
         hyperparameters=model.hyperparameters(),
         sample_stats={"lp": lp},
     )
+    # log p(w_(i) | Θ) at each draw, the document's latent integrated out (what az.loo assumes), on first use
+    post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(model, data),
+                                               [model] * n_chain, [{}] * n_chain, 0)
     if n_chain > 1:
         post.align("topic_word")
     return post
