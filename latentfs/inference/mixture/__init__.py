@@ -13,24 +13,11 @@
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
 """
 
-import importlib
-import pkgutil
+from typing import TYPE_CHECKING
 
+from latentfs._lazy import attach_family
 from latentfs.core.registry import register_new_data as _register_new_data
-from latentfs.inference.mixture.dic import DICWarning, dic, dic_from_loglik
-from latentfs.inference.mixture.estimator import GaussianMixtureClusterer, LatentClassClusterer, LatentProfileClusterer
-from latentfs.inference.mixture.model_selection import (
-    bootstrap_lrt,
-    information_criteria,
-    n_parameters,
-    select_n_components,
-)
 from latentfs.inference.mixture.reversible_jump import predictive_density
-from latentfs.inference.mixture.weights import (
-    MixtureSeparationSelector,
-    bootstrap_feature_weights,
-    mixture_feature_weights,
-)
 
 __all__ = [
     "DICWarning",
@@ -49,9 +36,37 @@ __all__ = [
     "select_n_components",
 ]
 
-# Engines register themselves on import.
-for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+# Engines register themselves on import; the estimators, selectors and criteria hold none and are imported on first
+# use, so a fit does not import scikit-learn (about 1 s in a fresh process).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latentfs.inference.mixture.estimator": ("GaussianMixtureClusterer", "LatentClassClusterer",
+                                             "LatentProfileClusterer"),
+    "latentfs.inference.mixture.weights": ("MixtureSeparationSelector", "bootstrap_feature_weights",
+                                           "mixture_feature_weights"),
+    "latentfs.inference.mixture.model_selection": ("bootstrap_lrt", "information_criteria", "n_parameters",
+                                                   "select_n_components"),
+    "latentfs.inference.mixture.dic": ("DICWarning", "dic", "dic_from_loglik"),
+}
+__getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.inference.mixture.dic import DICWarning, dic, dic_from_loglik
+    from latentfs.inference.mixture.estimator import (
+        GaussianMixtureClusterer,
+        LatentClassClusterer,
+        LatentProfileClusterer,
+    )
+    from latentfs.inference.mixture.model_selection import (
+        bootstrap_lrt,
+        information_criteria,
+        n_parameters,
+        select_n_components,
+    )
+    from latentfs.inference.mixture.weights import (
+        MixtureSeparationSelector,
+        bootstrap_feature_weights,
+        mixture_feature_weights,
+    )
 
 # Posterior.transform / predict / score of mixture results (core names no family: each family registers its own)
 _register_new_data("GaussianMixture", "latentfs.inference.mixture.estimator", "GaussianMixtureClusterer",
