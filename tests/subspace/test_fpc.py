@@ -5,7 +5,7 @@ import pytest
 from sklearn.cluster import KMeans
 
 from latentfs.core.data import DataError
-from latentfs.subspace import fpc as fpc_module
+from latentfs.subspace import fpc_interval
 from latentfs.subspace.fpc import (
     FPC,
     bag_distance_features,
@@ -132,13 +132,13 @@ def test_pairs_searched_grow_linearly(monkeypatch):
     # §4.6 oracle 6 without timing: the number of (φ_i, φ_j) pairs scored by optimalBounds with s_min = √m
     # grows ≈ 10x for 10x the data (O(m)); the exhaustive search would grow 100x.
     sizes = []
-    real = fpc_module._best_pair
+    real = fpc_interval._best_pair  # optimal_bounds looks it up in its own module
 
     def counting(phi, le, lt, lo, hi, m, r):
         sizes.append(lo.size * hi.size)
         return real(phi, le, lt, lo, hi, m, r)
 
-    monkeypatch.setattr(fpc_module, "_best_pair", counting)
+    monkeypatch.setattr(fpc_interval, "_best_pair", counting)
     pairs = []
     for m in (4_000, 40_000):
         sizes.clear()
