@@ -56,7 +56,7 @@ from latentfs.core.base import BaseSelector, require_y
 from latentfs.core.data import DataError, as_labels, check_choice
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.scores import ProbabilityEstimator, _rounded, text_feature_scores
-from latentfs.select.subset_search import (  # noqa: F401  (the search, re-exported)
+from latentfs.select.subset_strategies import (  # noqa: F401  (the search, re-exported)
     STRATEGIES,
     Criterion,
     SearchResult,

@@ -123,3 +123,11 @@ def test_every_built_in_engine_lives_in_its_models_family():
         assert engine.__module__.split(".")[:3] == ["latentfs", "inference", model_family[2]], (cls, method)
         checked += 1
     assert checked >= 40
+
+
+def test_a_family_name_that_is_also_a_module_name_stays_the_function():
+    """``latentfs.inference.mixture.dic`` is a function and a module of the same name: importing the module
+    (as model_selection does) must not leave the package's ``dic`` pointing at the module (tutorial 10 broke so)."""
+    code = ("import latentfs.inference.mixture.model_selection\nfrom latentfs.inference.mixture import dic\n"
+            "print(callable(dic), type(dic).__name__)")
+    assert _fresh(code) == ["True", "function"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from latentfs._lazy import attach_family
 from latentfs.core.registry import register_new_data as _register_new_data
+from latentfs.inference.mixture.dic import DICWarning, dic, dic_from_loglik
 from latentfs.inference.mixture.reversible_jump import predictive_density
 
 __all__ = [
@@ -45,12 +46,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
                                            "mixture_feature_weights"),
     "latentfs.inference.mixture.model_selection": ("bootstrap_lrt", "information_criteria", "n_parameters",
                                                    "select_n_components"),
-    "latentfs.inference.mixture.dic": ("DICWarning", "dic", "dic_from_loglik"),
 }
+# (dic stays eager: importing the module latentfs.inference.mixture.dic, as model_selection does, sets the package's
+# attribute "dic" to that module, which would shadow the lazily imported function of the same name.)
 __getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from latentfs.inference.mixture.dic import DICWarning, dic, dic_from_loglik
     from latentfs.inference.mixture.estimator import (
         GaussianMixtureClusterer,
         LatentClassClusterer,
