@@ -182,6 +182,7 @@ def marginal_doc_loglik(
     constants : (I,) added to every draw's value (the count vector's constants), or None.
     n_samples : importance samples per document and draw.
     defensive : weight of the prior in the defensive mixture proposal.
+    temper : τ, the proposal's shapes (and a GaP proposal's rates) times τ: the fold-in mean, a wider spread.
     seed : the random numbers, shared across draws for each document.
 
     Returns
