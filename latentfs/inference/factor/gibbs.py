@@ -323,7 +323,10 @@ class FactorAnalysisGibbs(EngineSpec):
 
     def init(self, prep: Any, o: Options, gen: torch.Generator) -> FAGibbsState:
         t, q, start = prep.t, prep.q, prep.start
-        jitter = torch.randn(prep.values.shape[1], q, generator=gen, dtype=o.dtype).numpy()
+        from latentfs.core.driver import host_generator
+
+        # drawn on the host (a chain's generator lives on the fit's device): a GPU chain starts where the CPU's does
+        jitter = torch.randn(prep.values.shape[1], q, generator=host_generator(gen), dtype=o.dtype).numpy()
         W = start["loadings"] + o.init_jitter * jitter * prep.scale[:, None] / math.sqrt(q)
         if prep.model.constraints is not None:
             from latentfs.inference.factor.em import _project
@@ -365,7 +368,9 @@ class FactorAnalysisGibbs(EngineSpec):
         draws["communalities"] = common / (common + draws["noise_variance"])
         mean_params = FAParams(t(draws["loadings"].mean((0, 1))), t(draws["noise_variance"].mean((0, 1))),
                                t(draws["mean"].mean((0, 1))))
-        _, Ez, _ = sample_factors(mean_params, prep.data, torch.Generator().manual_seed(0))
+        gen0 = torch.Generator(device=prep.data.values.device).manual_seed(0)
+        # only E[z | y] is kept (the draw is discarded); its generator must live on the data's device
+        _, Ez, _ = sample_factors(mean_params, prep.data, gen0)
         extras["factor_scores"] = Ez.cpu().numpy()
         return Export(
             dims={"loadings": ("feature", "factor"), "noise_variance": ("feature",), "mean": ("feature",),

@@ -335,7 +335,8 @@ def fa_log_prior(model: FactorAnalysis, params: FAParams) -> torch.Tensor:
         total = total + torch.distributions.Normal(0.0, model.loading_scale).log_prob(W).sum()
     if model.noise_shape is not None:
         ig = torch.distributions.InverseGamma(
-            torch.tensor(model.noise_shape, dtype=W.dtype), torch.tensor(model.noise_scale, dtype=W.dtype)
+            torch.tensor(model.noise_shape, dtype=W.dtype, device=W.device),
+            torch.tensor(model.noise_scale, dtype=W.dtype, device=W.device),
         )
         total = total + ig.log_prob(params.noise_variance).sum()
     if model.mean_scale is not None:
