@@ -11,9 +11,9 @@ Parts (``--parts tests,agree,float32,bench``; each writes as it goes, and a fail
   made errors, to tell a numerical failure from a warning of the machine's newer packages.
 * **agree**: every engine registered with a ``device`` option (read from the registry, so a new one is
   included) fitted on ``--device`` and on the CPU in float64. Deterministic engines must agree to 1e-6
-  (objective and every site, normwise: max |a − b| / max |a|); engines that draw their start from a
-  generator on the fit's device (DCA, PLSA) get one start made on the host (``tests/test_gpu.py``'s
-  ``STARTS``), and their same-seed difference is reported beside it. Samplers and online VB draw from
+  (objective and every site, normwise: max |a − b| / max |a|); the DCA and PLSA engines are given one start
+  made on the host (``tests/test_gpu.py``'s ``STARTS``), and their same-seed difference (each fit drawing its
+  own start, on the host too) is reported beside it. Samplers and online VB draw from
   another random stream on a GPU: their mean objective over the kept iterations must agree within 2%.
 * **float32**: every deterministic engine with a ``dtype`` option, float32 on ``--device`` against float64 on
   the CPU from the same start: every point estimate within 1e-4 (normwise), or the engine is named as one
@@ -421,7 +421,7 @@ def agree_engine(report: Report, cls: type, method: str, engine: Any, device: to
     if start is not None and "init" in accepted:
         cpu = latentfs.fit(model, X, method=method, device="cpu", **opts, init=start(model, X, "cpu"))
         dev = latentfs.fit(model, X, method=method, device=str(device), **opts, init=start(model, X, str(device)))
-        note = "common host start (init); start drawn on the device's generator otherwise"
+        note = "common host start (init); same_seed_*: each fit from the seed alone (starts drawn on the host)"
     obj = abs(float(dev.trace[..., -1].mean()) - float(cpu.trace[..., -1].mean())) / max(
         abs(float(cpu.trace[..., -1].mean())), 1e-300)
     sites = _site_diffs(cpu, dev)

@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import chain_generators
+from latentfs.core.driver import chain_generators, host_generator
 from latentfs.core.options import check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
@@ -60,7 +60,6 @@ from latentfs.inference.dca.common import (
     prepare,
     resolve_model,
 )
-from latentfs.inference.dca.em import _on_device
 from latentfs.inference.dca.hyper import check_learn, with_hyperparameters, zero_fraction
 from latentfs.inference.dca.vb import exp_expected_log_theta, theta_objective
 from latentfs.models.dca import ConditionalGammaPoissonDCA
@@ -176,8 +175,8 @@ def cgp_doc_update(
 def cgp_vb_init(model: ConditionalGammaPoissonDCA, data: DCAData, generator: torch.Generator) -> CGPState:
     """GaP's start (:func:`latentfs.inference.dca.vb.vb_init`): near-uniform Θ, a_k = (Σα + L)/K, all on."""
     K, J = model.n_components, data.n_features
-    shape = torch.full((K, J), 100.0, dtype=data.dtype, device=data.device)
-    noise = torch._standard_gamma(shape, generator=generator) / 100.0
+    shape = torch.full((K, J), 100.0, dtype=data.dtype)  # drawn on the host: a GPU fit starts where the CPU fit does
+    noise = (torch._standard_gamma(shape, generator=host_generator(generator)) / 100.0).to(data.device)
     theta = noise / noise.sum(-1, keepdim=True)
     start = (float(model.alpha.sum()) + data.doc_lengths) / K
     a = start[:, None].expand(-1, K).clone()
@@ -334,7 +333,7 @@ class CGPVB(EngineSpec):
         if o.init is not None and index == 0:
             state = o.init
         else:
-            state = cgp_vb_init(prep.model, prep.data, _on_device(gen, prep.data.device))
+            state = cgp_vb_init(prep.model, prep.data, gen)
         return state, _CGPTrack(dict(prep.hyper0), [], [])
 
     def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
@@ -358,8 +357,8 @@ class CGPVB(EngineSpec):
         run = outcome.run
         state, track = run.state
         # q(l)'s draws come from the first start's generator after its random start (replayed here, so the
-        # draws do not depend on where the starts ran)
-        gen = _on_device(chain_generators(o.seed, 1)[0], prep.data.device)
+        # draws do not depend on where the starts ran; both are drawn on the host, so not on the device either)
+        gen = host_generator(chain_generators(o.seed, 1)[0])
         if o.init is None:
             cgp_vb_init(prep.model, prep.data, gen)
         return _export(prep.model, prep.data, run, state, track, o.num_draws, gen, o.n_init)
@@ -389,7 +388,7 @@ def _export(
     a = to_np(state.doc_shape)
     rate = to_np(1 + hyper["beta"])
     zero = to_np(q_zero_probability(state, hyper))
-    rng = np.random.default_rng(int(torch.randint(0, 2**31, (1,), generator=gen, device=gen.device)))
+    rng = np.random.default_rng(int(torch.randint(0, 2**31, (1,), generator=host_generator(gen))))
     slab = rng.standard_gamma(a, size=(num_draws, *a.shape)) * (1 / rate)
     draws = np.where(rng.uniform(size=slab.shape) < zero, 0.0, slab)
     dims, coords = dims_and_coords(model, data)

@@ -107,7 +107,11 @@ __all__ = [
 def point_init(model: DCAModel, data: DCAData, generator: torch.Generator, scores: bool) -> PointState:
     """Θ with Dirichlet(1)-random rows; doc latent uniform: l_k = L/K (scores) or m_k = 1/K."""
     K, J = model.n_components, data.n_features
-    e = -torch.log(torch.rand(K, J, generator=generator, dtype=data.dtype, device=data.device).clamp_min(_TINY))
+    from latentfs.core.driver import host_generator
+
+    # drawn on the host: a GPU fit starts where the same seed's CPU fit does
+    e = -torch.log(torch.rand(K, J, generator=host_generator(generator), dtype=data.dtype).clamp_min(_TINY))
+    e = e.to(data.device)
     theta = theta_simplex(e, model_groups(model, data))
     if scores:
         doc = (data.doc_lengths / K)[:, None].expand(-1, K).clone()
@@ -151,13 +155,6 @@ def _init_state(init: Any, model: DCAModel, data: DCAData, scores: bool) -> Poin
 
 
 # ----------------------------------------------------------------------------------------- the specs
-def _on_device(gen: torch.Generator, device: torch.device) -> torch.Generator:
-    """``gen``'s seed as a generator on ``device`` (the starts draw on the data's device)."""
-    if gen.device == device or (device.type == "cpu" and gen.device.type == "cpu"):
-        return gen
-    return torch.Generator(device=device).manual_seed(gen.initial_seed())
-
-
 def _point_export(model: DCAModel, data: DCAData, run: Any, *, diagnostics: dict[str, Any],
                   extras: dict[str, np.ndarray]) -> Export:
     state: PointState = run.state
@@ -228,7 +225,7 @@ class DCAPoint(EngineSpec):
     def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> PointState:
         if o.init is not None and index == 0:
             return _init_state(o.init, prep.model, prep.data, self.scores)
-        return point_init(prep.model, prep.data, _on_device(gen, prep.data.device), self.scores)
+        return point_init(prep.model, prep.data, gen, self.scores)
 
 
 class NMFKL(DCAPoint):
@@ -402,7 +399,7 @@ class MAP(DCAPoint):
         scores = isinstance(prep.model, GammaPoissonDCA)
         if o.init is not None and index == 0:
             return _init_state(o.init, prep.model, prep.data, scores)
-        return point_init(prep.model, prep.data, _on_device(gen, prep.data.device), scores)
+        return point_init(prep.model, prep.data, gen, scores)
 
     def step(self, prep: Any, o: Options, state: PointState) -> tuple[PointState, float]:
         new, _ = prep.map_step(prep.data, state, prep.hyper)
