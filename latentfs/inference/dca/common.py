@@ -27,6 +27,12 @@ from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaP
 DCAModel = DirichletDCA | GammaPoissonDCA | ConditionalGammaPoissonDCA
 
 
+def gpu_dense(t: torch.Tensor) -> torch.Tensor:
+    """The dense operand of a sparse-by-dense product, row-major on a GPU (cuSPARSE's SpMM reads a transposed
+    view column by column, several times slower there: ``benchmarks/gpu_sparse_layout.py``); as is on the CPU."""
+    return t.contiguous() if t.is_cuda else t
+
+
 def sparse_csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     """A CSR tensor, without torch's one-off 'beta' warning (it would fail warnings-as-errors runs)."""
     with warnings.catch_warnings():
@@ -120,6 +126,8 @@ class DCAData:
     def rates_at_nonzeros(self, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
         """(left @ right) evaluated only at the non-zeros: left (I, K), right (K, J) -> (nnz,)."""
         pattern = self.csr(torch.ones_like(self.values))
+        if right.is_cuda:  # column-major: cuSPARSE's SDDMM then reads each word's K values contiguously
+            right = right.t().contiguous().t()
         return torch.sparse.sampled_addmm(pattern, left, right, beta=0.0).values()
 
     def dense(self) -> torch.Tensor:
