@@ -55,13 +55,19 @@ read at random, one cache line per (word, component) pair in dense J × K rows, 
 Hyperparameters: α and γ are the model's, fixed (no learning; ``collapsed_gibbs`` learns them during warm-up by
 default). The result has the shape and sites of ``collapsed_gibbs``: draws of ``topic_word``
 (θ_{·,k} ~ Dir(γ + N_{·k}) at every kept sweep), the collapsed log joint as ``trace``, the Rao-Blackwellised
-means in ``extras``, a lazily computed pointwise log-likelihood; the same relabelling and R̂ (through
-:func:`latentfs.inference.dca.common.finish_sampler`).
+means in ``extras``, a lazily computed pointwise log-likelihood.
+
+This engine is an :class:`~latentfs.core.pipeline.EngineSpec` (:class:`MetropolisHastings`) run by the one pipeline,
+which owns the options' rules, the seed rule, the chains (one after another, in threads or in processes), the run
+diagnostics, the relabelling of the draws and their one R̂/ESS check; each chain's running means are permuted by
+its modal relabelling before they are averaged (:meth:`MetropolisHastings.after_align`).
 """
 
 from __future__ import annotations
 
+import copy
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,10 +76,14 @@ import torch
 from scipy.special import gammaln
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import run_sampler
+from latentfs.core.driver import SamplerRun
+from latentfs.core.memory import check_draw_memory
 from latentfs.core.options import check_int
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options, run, shared
+from latentfs.core.posterior_align import _SWITCH_TOLERANCE
 from latentfs.core.random import dirichlet_rows
-from latentfs.core.registry import register
+from latentfs.core.registry import register_spec
+from latentfs.core.relabel import apply_permutations
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.collapsed_state import (
     CollapsedCorpus,
@@ -82,14 +92,7 @@ from latentfs.inference.dca.collapsed_state import (
     _numba_seed,
     check_token_budget,
 )
-from latentfs.inference.dca.common import (
-    check_options,
-    check_store,
-    dims_and_coords,
-    finish_sampler,
-    prepare,
-    resolve_model,
-)
+from latentfs.inference.dca.common import check_store, dims_and_coords, prepare, resolve_model
 from latentfs.inference.dca.gibbs import sample_doc_latent
 from latentfs.inference.dca.loo import count_constants, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.inference.dca.mh_kernels import TOPIC_BITS
@@ -100,6 +103,7 @@ __all__ = [
     "BYTES_PER_TOKEN",
     "MHCorpus",
     "MHState",
+    "MetropolisHastings",
     "check_mh_invariants",
     "fit_mh",
     "mh_hyper",
@@ -361,7 +365,7 @@ def check_mh_invariants(state: MHState, corpus: MHCorpus) -> None:
         raise RuntimeError("MH sampler count invariants broken: " + "; ".join(problems))
 
 
-# ----------------------------------------------------------------------------- driver
+# ----------------------------------------------------------------------------- the engine spec
 @dataclass
 class _Chain:
     """One chain: the sampler state and its running sums over kept sweeps (E[Θ | counts], c_(i), the document
@@ -374,31 +378,71 @@ class _Chain:
     kept: int = 0
 
 
-def fit_mh(
-    model: DirichletDCA,
-    X: Any,
-    *,
-    num_samples: int = NUM_SAMPLES,
-    num_warmup: int = NUM_WARMUP,
-    num_chains: int = 2,
-    thin: int = 1,
-    seed: int | torch.Generator | None = 0,
-    mh_steps: int = MH_STEPS,
-    order: str = "auto",
-    trace: bool = True,
-    empty_documents: str = "error",
-    progress: bool | None = None,
-    store: tuple[str, ...] | None = None,
-    align: bool = True,
-    log_likelihood: bool = True,
-    warn: bool = True,
-    memory_budget: float | None = None,
-) -> Posterior:
+@dataclass(frozen=True)
+class _Prep:
+    """What every chain of one fit shares: the model (K checked against the data), the data, the split corpus,
+    the kernels' hyperparameters (and α as a tensor for the document site's draws), the kept sites and the
+    visiting order "auto" resolved."""
+
+    model: DirichletDCA
+    data: Any
+    corpus: MHCorpus
+    hyper: dict[str, Any]
+    t_hyper: dict[str, torch.Tensor]
+    sites: tuple[str, ...]
+    order: str
+    dims: dict[str, tuple[str, ...]]
+    coords: dict[str, list[str]]
+
+    @property
+    def store_doc(self) -> bool:
+        return self.model.doc_site in self.sites
+
+
+def _mh_steps(name: str, value: Any) -> int:
+    return check_int(name, value, low=1, remedy="Pass mh_steps=2 (the default) or another integer ≥ 1.")
+
+
+def _order(name: str, value: Any) -> str:
+    if not isinstance(value, str) or value not in ORDERS:
+        raise DataError(f"order must be one of {list(ORDERS)}; got {value!r}. Use 'auto' (the default).")
+    return value
+
+
+def _true_or_false(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise DataError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def _chain_mean_axes(prep: _Prep) -> dict[str, int]:
+    """The chain-level running means (:func:`_chain_means`) and the component axis of one chain's array."""
+    return {"topic_word_mean": 0, "component_counts": 1, f"{prep.model.doc_site}_mean": 1}
+
+
+def _chain_means(prep: _Prep, chains: list[_Chain]) -> dict[str, np.ndarray]:
+    """Each chain's running means over its kept sweeps, as (chain, ...) arrays: E[Θ | counts], the component counts
+    c_(i), the document site (its draws' mean when stored, else Rao-Blackwellised: E[m | c] = (c + α)/(L + Σα) is
+    linear in c)."""
+    kept = np.array([max(ch.kept, 1) for ch in chains], dtype=np.float64)
+    mean_counts = np.stack([ch.cc_sum for ch in chains]) / kept[:, None, None]
+    if prep.store_doc:
+        doc_mean = np.stack([ch.doc_sum for ch in chains]) / kept[:, None, None]
+    else:
+        doc_mean = (mean_counts + prep.hyper["alpha"]) / (prep.corpus.lengths[None, :, None] + prep.hyper["alpha_sum"])
+    return {
+        "topic_word_mean": np.stack([ch.rb_sum for ch in chains]) / kept[:, None, None],
+        "component_counts": mean_counts,
+        f"{prep.model.doc_site}_mean": doc_mean,
+    }
+
+
+class MetropolisHastings(EngineSpec):
     """Sample a DirichletDCA (LDA) posterior by Metropolis–Hastings with alias tables
     (``latentfs.fit(model, X, method="mh", ...)``); the chain and its exactness are in the module docstring.
 
-    Parameters
-    ----------
+    Options
+    -------
     num_samples, num_warmup, num_chains, thin : chain lengths, in sweeps, with ``collapsed_gibbs``'s defaults (50,
         100, 2, 1). An MH sweep moves tokens less than a Gibbs sweep, so the same held-out needs more sweeps
         (``benchmarks/results/dca_mh.md``, section 2).
@@ -429,7 +473,9 @@ def fit_mh(
     memory_budget : float, optional
         Bytes allowed for the token arrays and for the kept draws (default: half the memory available).
 
-    The model's α and γ are used as given (no hyperparameter learning). Grouped models are refused.
+    The model's α and γ are used as given (no hyperparameter learning). Grouped models are refused. The chains
+    run one after another, or in threads (the sweep kernel releases the GIL) from ``CHAIN_THREADS_WORK`` tokens ×
+    ``mh_steps`` on under ``chain_method="auto"``.
 
     Returns
     -------
@@ -450,111 +496,150 @@ def fit_mh(
     >>> post.extras["component_counts"].shape
     (20, 2)
     """
-    num_samples, num_warmup, num_chains, thin, seed = check_options(
-        num_samples=num_samples, num_warmup=num_warmup, num_chains=num_chains, thin=thin, seed=seed)
-    mh_steps = check_int("mh_steps", mh_steps, low=1, remedy="Pass mh_steps=2 (the default) or another integer ≥ 1.")
-    if order not in ORDERS:
-        raise DataError(f"order must be one of {list(ORDERS)}; got {order!r}. Use 'auto' (the default).")
-    if not isinstance(model, DirichletDCA):
-        raise DataError(f"model must be a DirichletDCA for method='mh'; got {type(model).__name__}. "
-                        "Use method='collapsed_gibbs' for a GammaPoissonDCA.")
-    if model.groups is not None:
-        raise DataError("method='mh' samples the ungrouped DirichletDCA; got a model with groups=. "
-                        "Use method='collapsed_gibbs' for a grouped model.")
-    for name, value in (("trace", trace), ("align", align), ("log_likelihood", log_likelihood)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise DataError(f"{name} must be True or False; got {value!r}.")
-    data = prepare(X, dtype=torch.float64, empty_documents=empty_documents)
-    model = resolve_model(model, data)  # type: ignore[assignment]
-    sites = check_store(model, store)
-    corpus = MHCorpus.from_data(data, memory_budget=memory_budget)
-    J, K, I = data.n_features, model.n_components, corpus.n_documents
-    hyper = mh_hyper(model, J)
-    if order == "auto":
-        order = sweep_order(I, J)
-    t_hyper = {"alpha": torch.as_tensor(hyper["alpha"])}
-    doc_site = model.doc_site
-    store_doc = doc_site in sites
-    lazy_ll = bool(log_likelihood) and "topic_word" in sites
 
-    def init_chain(gen: torch.Generator) -> _Chain:
-        return _Chain(mh_init(model, corpus, J, gen), np.zeros((K, J)), np.zeros((I, K)), np.zeros((I, K)))
+    method = "mh"
+    kind = "sampler"
+    # registered for DirichletDCA alone: the progress bar and the warnings say "DirichletDCA MH"
+    desc = "DirichletDCA MH"
+    options = {
+        **chain_options(num_chains=2, num_warmup=NUM_WARMUP, num_samples=NUM_SAMPLES),
+        "mh_steps": Option(MH_STEPS, _mh_steps, "int ≥ 1", "cycles of (word proposal, document proposal) per token "
+                                                           "and sweep"),
+        "order": Option("auto", _order, "str", "the order a sweep visits each half's tokens: 'auto', 'document' "
+                                               "or 'word'"),
+        "trace": Option(True, _true_or_false, "bool", "record the collapsed log joint after every sweep (False: "
+                                                      "NaN)"),
+        "empty_documents": shared("empty_documents"),
+        "store": Option(None, None, "tuple of str or None",
+                        "sites whose draws are kept: ('topic_word',) by default, add 'doc_topic'"),
+        "align": Option(True, _true_or_false, "bool", "relabel the draws and permute each chain's running means "
+                                                      "before averaging them (False: per-chain outputs)"),
+        "log_likelihood": Option(True, _true_or_false, "bool", "the pointwise log-likelihood of each kept draw, "
+                                                               "m integrated out, computed on first use"),
+        "memory_budget": Option(None, None, "float or None", "bytes allowed for the token arrays and the kept "
+                                                             "draws (None: half the memory available)"),
+    }
 
-    def step(chain: _Chain, gen: torch.Generator) -> tuple[_Chain, float]:
-        mh_step(chain.state, corpus, hyper, gen, mh_steps=mh_steps, order=order)
-        return chain, (mh_log_joint(model, chain.state, corpus, hyper["gamma"]) if trace else math.nan)
+    def __call__(self, model: Any, data: Any, **options: Any) -> Posterior:
+        # Whether the chains run in threads depends on the corpus (``threadable``, read by the pipeline once
+        # prepare has seen it): each fit runs on its own copy of the spec, so fits in other threads never share it.
+        return run(copy.copy(self), model, data, options)
 
-    def collect(chain: _Chain) -> dict[str, np.ndarray]:
+    def prepare(self, model: Any, data: Any, o: Options) -> _Prep:
+        if not isinstance(model, DirichletDCA):
+            raise DataError(f"model must be a DirichletDCA for method='mh'; got {type(model).__name__}. "
+                            "Use method='collapsed_gibbs' for a GammaPoissonDCA.")
+        if model.groups is not None:
+            raise DataError("method='mh' samples the ungrouped DirichletDCA; got a model with groups=. "
+                            "Use method='collapsed_gibbs' for a grouped model.")
+        dca_data = prepare(data, dtype=torch.float64, empty_documents=o.empty_documents)
+        model = resolve_model(model, dca_data)  # type: ignore[assignment]
+        sites = check_store(model, o.store)
+        corpus = MHCorpus.from_data(dca_data, memory_budget=o.memory_budget)
+        J, K, I = dca_data.n_features, model.n_components, corpus.n_documents
+        if o.memory_budget is not None:
+            # the kept draws against memory_budget, before the first sweep (the pipeline's chain runner checks
+            # them against its default budget, half the memory available, at the first kept draw)
+            shapes = {"topic_word": (K, J), model.doc_site: (I, K), "_loglik": (I,)}
+            kept = [*sites, *(["_loglik"] if o.log_likelihood and "topic_word" not in sites else [])]
+            check_draw_memory({s: np.broadcast_to(np.zeros(()), shapes[s]) for s in shapes if s in kept},
+                              o.num_chains, o.num_samples, o.memory_budget, self.describe(type(model).__name__))
+        self.threadable = corpus.n_tokens * o.mh_steps >= CHAIN_THREADS_WORK
+        hyper = mh_hyper(model, J)
+        order = sweep_order(I, J) if o.order == "auto" else o.order
+        dims, coords = dims_and_coords(model, dca_data)
+        return _Prep(model, dca_data, corpus, hyper, {"alpha": torch.as_tensor(hyper["alpha"])}, sites, order,
+                     dims, coords)
+
+    def init(self, prep: _Prep, o: Options, gen: torch.Generator) -> _Chain:
+        K, J, I = prep.model.n_components, prep.data.n_features, prep.corpus.n_documents
+        return _Chain(mh_init(prep.model, prep.corpus, J, gen), np.zeros((K, J)), np.zeros((I, K)), np.zeros((I, K)))
+
+    def sample(self, prep: _Prep, o: Options, chain: _Chain, gen: torch.Generator) -> tuple[_Chain, float]:
+        mh_step(chain.state, prep.corpus, prep.hyper, gen, mh_steps=o.mh_steps, order=prep.order)
+        return chain, (mh_log_joint(prep.model, chain.state, prep.corpus, prep.hyper["gamma"]) if o.trace
+                       else math.nan)
+
+    def collect(self, prep: _Prep, o: Options, chain: _Chain) -> dict[str, Any]:
         state = chain.state
-        conc = state.word_counts.T + hyper["gamma"][None, :]  # (K, J)
+        conc = state.word_counts.T + prep.hyper["gamma"][None, :]  # (K, J)
         chain.rb_sum += conc / conc.sum(1, keepdims=True)
         chain.cc_sum += state.doc_counts
         chain.kept += 1
         theta = dirichlet_rows(conc, np.random.default_rng(_numba_seed(state.draw_generator)))
         kept: dict[str, np.ndarray] = {}
-        if "topic_word" in sites:
+        if "topic_word" in prep.sites:
             kept["topic_word"] = theta
-        if store_doc:
-            latent = sample_doc_latent(model, torch.from_numpy(state.doc_counts.astype(np.float64)), t_hyper,
-                                       state.draw_generator)
+        if prep.store_doc:
+            latent = sample_doc_latent(prep.model, torch.from_numpy(state.doc_counts.astype(np.float64)),
+                                       prep.t_hyper, state.draw_generator)
             chain.doc_sum += latent.numpy()
-            kept[doc_site] = latent.numpy()
-        if log_likelihood and not lazy_ll:  # Θ is not kept: the marginal of this draw now
-            kept["_loglik"] = draw_marginal_loglik(model, data, theta, t_hyper, seed)
+            kept[prep.model.doc_site] = latent.numpy()
+        if o.log_likelihood and "topic_word" not in prep.sites:  # Θ is not kept: the marginal of this draw now
+            kept["_loglik"] = draw_marginal_loglik(prep.model, prep.data, theta, prep.t_hyper, o.seed)
         return kept
 
-    run = run_sampler(
-        init_chain, step, collect, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
-        seed=seed, desc=f"{type(model).__name__} MH", progress=progress, memory_budget=memory_budget,
-        threadable=corpus.n_tokens * mh_steps >= CHAIN_THREADS_WORK,
-    )
-    draws = dict(run.draws)
-    loglik: Any = draws.pop("_loglik", None)
-    chains: list[_Chain] = run.final_states
-    kept = np.array([max(ch.kept, 1) for ch in chains], dtype=np.float64)
-    mean_counts = np.stack([ch.cc_sum for ch in chains]) / kept[:, None, None]
-    if store_doc:
-        doc_mean = np.stack([ch.doc_sum for ch in chains]) / kept[:, None, None]
-    else:  # Rao-Blackwellised: E[m | c] = (c + α)/(L + Σα) is linear in c
-        doc_mean = (mean_counts + hyper["alpha"]) / (corpus.lengths[None, :, None] + hyper["alpha_sum"])
-    chain_extras: dict[str, tuple[np.ndarray, int]] = {
-        "topic_word_mean": (np.stack([ch.rb_sum for ch in chains]) / kept[:, None, None], 0),
-        "component_counts": (mean_counts, 1),
-        f"{doc_site}_mean": (doc_mean, 1),
-    }
-    proposals = np.stack([ch.state.proposals for ch in chains]).astype(np.float64)
-    dims, coords = dims_and_coords(model, data)
-    post = Posterior(
-        model=type(model).__name__,
-        method="mh",
-        dims=dims,
-        coords=coords,
-        trace=run.trace,
-        draws=draws,
-        diagnostics={
-            "interrupted": run.interrupted,
-            "num_chains": len(chains),
-            "num_draws": run.n_draws,
-            "num_warmup": num_warmup,
-            "thin": thin,
-            "mh_steps": mh_steps,
-            "sweep": f"{order}-major",
-            "acceptance": {"word": (proposals[:, 1] / np.maximum(proposals[:, 0], 1)).tolist(),
-                           "document": (proposals[:, 3] / np.maximum(proposals[:, 2], 1)).tolist()},
-            **({"chain_method": run.chain_method} if run.chain_method != "sequential" else {}),
-            "observation_dim": "document",
-            "stored_sites": list(sites),
-        },
-        log_likelihood=loglik,
-        extras={"kept_documents": data.counts.kept_documents, "doc_lengths": data.counts.doc_lengths},
-        hyperparameters=model.hyperparameters(),
-        sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
-    )
-    if lazy_ll:
-        post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(model, data),
-                                                   [model] * len(chains), [t_hyper] * len(chains), seed)
-    finish_sampler(post, chain_extras=chain_extras, align=align, warn=warn)
-    return post
+    def export(self, prep: _Prep, o: Options, outcome: SamplerRun) -> Export:
+        draws = dict(outcome.draws)
+        loglik = draws.pop("_loglik", None)
+        chains: list[_Chain] = outcome.final_states
+        proposals = np.stack([ch.state.proposals for ch in chains]).astype(np.float64)
+        counts = prep.data.counts
+        return Export(
+            dims=prep.dims,
+            coords=prep.coords,
+            draws=draws,
+            # each chain's running means, in its own labels until after_align permutes and averages them
+            extras={"kept_documents": counts.kept_documents, "doc_lengths": counts.doc_lengths,
+                    **_chain_means(prep, chains)},
+            log_likelihood=loglik,
+            diagnostics={
+                "num_draws": outcome.n_draws,
+                "num_warmup": o.num_warmup,
+                "thin": o.thin,
+                "mh_steps": o.mh_steps,
+                "sweep": f"{prep.order}-major",
+                "acceptance": {"word": (proposals[:, 1] / np.maximum(proposals[:, 0], 1)).tolist(),
+                               "document": (proposals[:, 3] / np.maximum(proposals[:, 2], 1)).tolist()},
+                **({"chain_method": outcome.chain_method} if outcome.chain_method != "sequential" else {}),
+                "observation_dim": "document",
+                "stored_sites": list(prep.sites),
+            },
+            sample_stats={"lp": outcome.trace[:, o.num_warmup:][:, o.thin - 1 :: o.thin][:, : outcome.n_draws]},
+            relabel=("topic_word", "component") if o.align else None,
+        )
+
+    def finalize(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
+        """The pointwise log-likelihood log p(w_(i) | Θ) of every kept Θ draw, m integrated out
+        (:mod:`latentfs.inference.dca.loo`), computed on first use in each chain's own labels."""
+        if o.log_likelihood and "topic_word" in prep.sites:
+            n_chains = len(outcome.final_states)
+            constants = count_constants(prep.model, prep.data)
+            post.log_likelihood = lazy_marginal_loglik(post, prep.data.counts.csr, constants, [prep.model] * n_chains,
+                                                       [prep.t_hyper] * n_chains, o.seed)
+
+    def after_align(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
+        """Each chain's running means permuted by the chain's modal relabelling (``post.alignment``), then
+        averaged over chains; left per chain when the draws were not relabelled (``align=False``, or no
+        ``topic_word`` draws) and there are several chains (their components carry different labels)."""
+        means = _chain_mean_axes(prep)
+        if post.alignment is not None:
+            modes = [np.asarray(p) for p in post.alignment["permutations"]]
+            for name, axis in means.items():
+                post.extras[name] = apply_permutations(post.extras[name][:, None], modes, axis)[:, 0]
+            post.alignment["chain_extras"] = sorted(means)
+            switched = max(post.alignment["switch_share"])
+            if o.warn and switched > _SWITCH_TOLERANCE:  # Posterior.align's warning for chain-level outputs
+                from latentfs.core.convergence_warning import ConvergenceWarning  # imports scikit-learn
+
+                warnings.warn(
+                    f"labels switched within a chain ({switched:.0%} of one chain's draws are in another "
+                    f"labelling); the chain-level outputs {sorted(means)} mix components. Store the per-draw sites "
+                    "instead (store=...), or run a longer warm-up.",
+                    ConvergenceWarning, stacklevel=2)
+        if post.alignment is not None or len(outcome.final_states) == 1:
+            for name in means:
+                post.extras[name] = post.extras[name].mean(0)
 
 
-register(DirichletDCA, "mh")(fit_mh)
+fit_mh = register_spec(MetropolisHastings(), DirichletDCA)
