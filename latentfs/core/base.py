@@ -32,6 +32,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import assert_all_finite, check_is_fitted, validate_data
 
+from latentfs.core.containers import dataarray_as_frame
 from latentfs.core.data import DataError
 from latentfs.core.estimator import match_columns
 from latentfs.core.weights import FeatureWeights
@@ -107,6 +108,7 @@ def check_X(
     With ``reset=False`` (``transform``, ``predict``, ``score``) the columns of a DataFrame are matched by
     name first, and a wrong number of columns is reported in scikit-learn's words and in ours.
     """
+    X = dataarray_as_frame(X)  # its coordinates name the features, as a DataFrame's columns do
     if not reset:
         X = match_columns(estimator, X)
         expected = getattr(estimator, "n_features_in_", None)
@@ -203,6 +205,7 @@ class BaseSelector(ParamsAsDataError, SelectorMixin, BaseEstimator):
         NaN and infinite entries pass through to the estimator's own check, which names the row and column.
         A DataFrame is passed on as given (its column names become the weights' feature names).
         """
+        X = dataarray_as_frame(X)
         checked = check_X(
             self, X, reset=True, accept_sparse="csr" if self._accept_sparse else False,
             ensure_all_finite=False, ensure_min_samples=self._min_samples, ensure_min_features=self._min_features,
@@ -260,6 +263,7 @@ class BaseSelector(ParamsAsDataError, SelectorMixin, BaseEstimator):
     def transform(self, X: Any) -> Any:
         """The selected columns of ``X`` (DataFrame columns matched by name to those seen in ``fit``)."""
         check_fitted(self, "support_")
+        X = dataarray_as_frame(X)
         keep_frame = _get_output_config("transform", estimator=self)["dense"] != "default" and hasattr(X, "iloc")
         X = check_X(
             self, X, reset=False, accept_sparse="csr", dtype=None, skip_check_array=keep_frame,

@@ -24,6 +24,15 @@ def _is_dataarray(obj: Any) -> bool:
     return type(obj).__module__.startswith("xarray") and hasattr(obj, "dims") and hasattr(obj, "coords")
 
 
+def dataarray_as_frame(X: Any) -> Any:
+    """A 2-D xarray DataArray as the pandas DataFrame it is (its first dimension's coordinate the index, its
+    second's the columns), so that scikit-learn's validation reads its labels as feature names; anything else as
+    given (a DataArray of another dimension is left to the validation, which refuses it)."""
+    if _is_dataarray(X) and len(X.dims) == 2:
+        return X.to_pandas()
+    return X
+
+
 def _dataarray_labels(obj: Any, axis: int) -> tuple[str, ...] | None:
     """The labels of a 2-D DataArray's dimension ``axis`` (rows: its first dimension, documents or samples;
     columns: its second, features), or None when that dimension has no coordinate."""

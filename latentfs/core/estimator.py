@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from latentfs.core.blockwise import BlockwiseNewData
+from latentfs.core.containers import dataarray_as_frame
 from latentfs.core.data import DataError, as_array
 
 __all__ = ["LatentEstimator", "ENGINE_PARAMS", "SaveLoadMixin", "match_columns"]
@@ -356,6 +357,7 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
 
     # ------------------------------------------------------------------ data
     def _validate(self, X: Any, *, reset: bool) -> Any:
+        X = dataarray_as_frame(X)  # its coordinates name the features, as a DataFrame's columns do
         if not reset:
             X = match_columns(self, X)
         # latentfs's container checks first (masked entries, dates, ragged rows, meta tensors), which

@@ -41,3 +41,31 @@ def test_bad_dataarrays_are_refused_with_a_remedy():
     dup = xr.DataArray(COUNTS, dims=("document", "word"), coords={"word": ["a", "a", "b", "c", "d", "e"]})
     with pytest.raises(DataError, match=r"the DataArray's 'word' coordinate .*'a'"):
         as_counts(dup)
+
+
+def test_estimators_keep_a_dataarrays_feature_labels():
+    # issue 34: scikit-learn's validation turned a DataArray into a bare array, so fit dropped its coordinates
+    # (feature_names_in_ unset, posterior_ named x0…, output names generic); now it is read as the DataFrame it is
+    from latentfs import DCA, FactorAnalyzer
+
+    da = xr.DataArray(COUNTS, dims=("document", "word"), coords={"document": DOCS, "word": WORDS})
+    est = DCA(2).fit(da)
+    assert list(est.feature_names_in_) == WORDS
+    assert est.posterior_.coords["feature"] == WORDS
+    # new data by name: the same columns in another order give the same scores
+    reordered = da.isel(word=[5, 4, 3, 2, 1, 0])
+    np.testing.assert_allclose(est.transform(reordered), est.transform(da), rtol=1e-10)
+    X = np.random.default_rng(1).normal(size=(40, 3))
+    genes = xr.DataArray(X, dims=("sample", "gene"), coords={"gene": ["g1", "g2", "g3"]})
+    fa = FactorAnalyzer(1).fit(genes)
+    assert list(fa.feature_names_in_) == ["g1", "g2", "g3"] and fa.posterior_.coords["feature"] == ["g1", "g2", "g3"]
+
+
+def test_selectors_keep_a_dataarrays_feature_labels():
+    from latentfs.select import LeverageScoreSelector
+
+    X = np.random.default_rng(2).normal(size=(30, 4))
+    da = xr.DataArray(X, dims=("sample", "gene"), coords={"gene": ["a", "b", "c", "d"]})
+    sel = LeverageScoreSelector(n_features_to_select=2).fit(da)
+    assert list(sel.feature_names_in_) == ["a", "b", "c", "d"]
+    assert set(sel.get_feature_names_out()) <= {"a", "b", "c", "d"} and len(sel.get_feature_names_out()) == 2
