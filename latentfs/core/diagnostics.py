@@ -27,7 +27,8 @@ DIAGNOSTICS: dict[str, str] = {
     "chain_method": "how chains or restarts ran when asked for: 'threads' or 'parallel'",
     "seconds": "wall-clock seconds of the fit",
     # optimisers
-    "converged": "the stopping rule was met (relative change of the objective ≤ tol)",
+    "converged": "the stopping rule was met (relative change of the objective ≤ tol); None for a run without one "
+                 "(online VB and stepwise EM step through a stream: the run ends with the stream)",
     "n_iter": "iterations of the kept start (its short run included)",
     "restart_objectives": "the objective each start reached, in start order (−inf for a dropped start)",
     "best_restart": "the index of the start that was kept",

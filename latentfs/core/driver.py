@@ -12,6 +12,7 @@ Engines supply pure functions; the loops own convergence, restarts, progress bar
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import threading
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConvergenceWarning",
     "DivergedFitError",
+    "StreamEnd",
     "InterruptedFitWarning",
     "OptimizerRun",
     "SamplerRun",
@@ -107,7 +109,7 @@ def host_generator(generator: torch.Generator) -> torch.Generator:
     return torch.Generator().manual_seed(generator.initial_seed())
 
 
-def _progress(total: int, desc: str, show: bool | None) -> Any:
+def _progress(total: int | None, desc: str, show: bool | None) -> Any:
     """The fit's progress bar. ``show=None`` (the default): a bar in a terminal and in a Jupyter kernel, none
     otherwise (CI logs, pipes); ``False`` never, ``True`` always. In a kernel the bar is a widget when ipywidgets
     is installed (the ``notebook`` extra) and text on stderr otherwise, with no "IProgress not found" warning."""
@@ -131,12 +133,12 @@ class OptimizerRun:
     ----------
     state : the last state (the one the last objective value was *not* yet computed at).
     trace : ndarray (n_iter,), the objective at each iteration's input state.
-    converged : bool; interrupted : bool; n_iter : int.
+    converged : bool, or None for a run without a stopping rule; interrupted : bool; n_iter : int.
     """
 
     state: Any
     trace: np.ndarray
-    converged: bool
+    converged: bool | None
     interrupted: bool
     n_iter: int
     info: dict[str, Any] = field(default_factory=dict)
@@ -144,6 +146,13 @@ class OptimizerRun:
     @property
     def objective(self) -> float:
         return float(self.trace[-1]) if self.trace.size else -math.inf
+
+
+class StreamEnd(Exception):  # noqa: N818 - an event, not an error
+    """Raised by an optimiser's ``step`` when the stream it reads has ended (online VB and stepwise EM over an
+    iterator of mini-batches): :func:`run_optimizer` ends the run there, as finished, not interrupted. A dedicated
+    exception rather than ``StopIteration``, so that a ``StopIteration`` leaking from the arithmetic is never
+    mistaken for the end of the data."""
 
 
 class DivergedFitError(DataError, FloatingPointError):
@@ -156,8 +165,8 @@ def run_optimizer(
     state: Any,
     step: Callable[[Any], tuple[Any, float]],
     *,
-    max_iter: int,
-    tol: float,
+    max_iter: int | None,
+    tol: float | None,
     min_iter: int = 2,
     desc: str = "fit",
     progress: bool | None = None,
@@ -173,13 +182,20 @@ def run_optimizer(
     converged, such as the slow plateau near a symmetric saddle (every component alike) that a fit from a
     near-uniform start crosses before the components separate. Ctrl-C stops the loop and returns the state
     reached so far (with an :class:`InterruptedFitWarning`).
+
+    A run over a stream (online VB: one step per mini-batch) has no stopping rule: ``tol=None`` runs ``max_iter``
+    steps, or (``max_iter=None``) until ``step`` raises :class:`StreamEnd` because its input has ended; such a run
+    returns ``converged=None`` and never warns.
     """
     trace: list[float] = []
     converged = interrupted = False
     bar = _progress(max_iter, desc, progress)
     try:
-        for it in range(max_iter):
-            new_state, value = step(state)
+        for it in range(max_iter) if max_iter is not None else itertools.count():
+            try:
+                new_state, value = step(state)
+            except StreamEnd:  # the stream the steps read has ended
+                break
             value = float(value)
             if not math.isfinite(value):
                 raise DivergedFitError(
@@ -191,7 +207,7 @@ def run_optimizer(
             bar.update(1)
             if callback is not None:
                 callback(it, state, value)
-            if it >= 1:
+            if it >= 1 and tol is not None:
                 change = abs(trace[-1] - trace[-2]) / max(abs(trace[-1]), 1e-300)
                 bar.set_postfix(objective=f"{value:.6g}", rel_change=f"{change:.2e}", refresh=False)
                 if it + 1 >= min_iter and change <= tol and (settled is None or settled(state)):
@@ -206,7 +222,7 @@ def run_optimizer(
         )
     finally:
         bar.close()
-    if warn and not converged and not interrupted:
+    if warn and tol is not None and not converged and not interrupted:
         from latentfs.core.convergence_warning import ConvergenceWarning
 
         warnings.warn(
@@ -215,7 +231,7 @@ def run_optimizer(
             ConvergenceWarning,
             stacklevel=2,
         )
-    return OptimizerRun(state, np.asarray(trace), converged, interrupted, len(trace))
+    return OptimizerRun(state, np.asarray(trace), None if tol is None else converged, interrupted, len(trace))
 
 
 def _last_change(trace: list[float]) -> float:
@@ -274,7 +290,7 @@ def run_restarts(
     best = best_run(runs, key)
     if interrupted:
         best.interrupted = True
-    if warn and not best.converged and not best.interrupted:
+    if warn and best.converged is False and not best.interrupted:
         from latentfs.core.convergence_warning import ConvergenceWarning
 
         warnings.warn(

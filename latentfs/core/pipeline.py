@@ -326,9 +326,18 @@ class EngineSpec:
         """What ranks a start's run (default: its final objective)."""
         return run.objective
 
-    def stop_tol(self, prep: Any, o: Options) -> float:
-        """The relative change that stops a run (default: the ``tol`` option)."""
+    def stop_tol(self, prep: Any, o: Options) -> float | None:
+        """The relative change that stops a run (default: the ``tol`` option); None: a run without a stopping rule
+        (a stream's: it ends after :meth:`max_iter` steps or when ``step`` raises
+        :class:`~latentfs.core.driver.StreamEnd`; the result
+        records ``converged=None`` and no run warns)."""
         return float(o.tol)
+
+    def max_iter(self, prep: Any, o: Options) -> int | None:
+        """The most steps of a run (default: the ``max_iter`` option). An engine that steps through a stream (online
+        VB: one mini-batch per step) gives the stream's length, or None when only the stream knows it (an iterator
+        of mini-batches: ``step`` raises :class:`~latentfs.core.driver.StreamEnd` at its end)."""
+        return int(o.max_iter)
 
     def warn_unconverged(self, prep: Any, o: Options) -> bool:
         """Whether a run that used up ``max_iter`` warns (an engine with its own stopping rule warns itself)."""
@@ -410,7 +419,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
             outcome = run_starts(
                 lambda gen, r: spec.start(prep, o, gen, r),
                 lambda state: spec.step(prep, o, state),
-                indexed=True, n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=o.max_iter,
+                indexed=True, n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=spec.max_iter(prep, o),
                 tol=spec.stop_tol(prep, o), score=lambda run: spec.score(prep, o, run),
                 short_iter=spec.short_iter(prep, o), finish=lambda state: spec.finish(prep, o, state),
                 degenerate=(lambda state: bool(spec.degenerate(prep, o, state))) if spec.rank_degenerate else None,

@@ -85,7 +85,7 @@ class Starts:
         """The diagnostics of every optimiser with restarts: ``converged``, ``n_iter``, ``interrupted``,
         ``restart_objectives`` and ``best_restart``."""
         return {
-            "converged": bool(self.run.converged),
+            "converged": None if self.run.converged is None else bool(self.run.converged),
             "n_iter": int(self.run.n_iter),
             "interrupted": self.interrupted,
             "restart_objectives": self.restart_objectives,
@@ -105,8 +105,8 @@ def run_starts(
     *,
     n_init: int,
     seed: Any,
-    max_iter: int,
-    tol: float,
+    max_iter: int | None,
+    tol: float | None,
     short_iter: int = 0,
     short_tol: float = SHORT_RUN_TOL,
     degenerate: Callable[[Any], bool] | None = None,
@@ -154,7 +154,7 @@ def run_starts(
     gens = chain_generators(seed, n_init)
     short = n_init > 1 and short_iter > 0
 
-    def one_run(state: Any, iters: int, tolerance: float, warn_now: bool) -> OptimizerRun:
+    def one_run(state: Any, iters: int | None, tolerance: float | None, warn_now: bool) -> OptimizerRun:
         out = run_optimizer(state, step, max_iter=iters, tol=tolerance, desc=desc, progress=progress,
                             warn=warn_now, remedies=remedies, callback=callback, settled=settled)
         if finish is not None:
@@ -162,7 +162,8 @@ def run_starts(
         return out
 
     def one(r: int) -> OptimizerRun:
-        iters, tolerance = (min(short_iter, max_iter), max(tol, short_tol)) if short else (max_iter, tol)
+        iters, tolerance = (short_iter if max_iter is None else min(short_iter, max_iter),
+                            short_tol if tol is None else max(tol, short_tol)) if short else (max_iter, tol)
         try:
             return one_run(start(gens[r], r) if indexed else start(gens[r]), iters, tolerance, False)
         except drop as exc:
@@ -177,7 +178,7 @@ def run_starts(
     best_index = int(best.info["restart"])
     if short and not best.interrupted and "dropped" not in best.info:
         # The winner of the short runs, continued to convergence: its own ConvergenceWarning (the only one).
-        more = one_run(best.state, max(max_iter - best.n_iter, 1), tol, warn)
+        more = one_run(best.state, None if max_iter is None else max(max_iter - best.n_iter, 1), tol, warn)
         best = OptimizerRun(more.state, np.concatenate([best.trace, more.trace]), more.converged,
                             more.interrupted, best.n_iter + more.n_iter, {**best.info, **more.info})
     return Starts(best, runs, best_index)

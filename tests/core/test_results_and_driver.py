@@ -294,3 +294,40 @@ def test_split_rhat_in_blocks_equals_the_textbook_formula_and_apply_permutations
     assert not np.array_equal(copied, draws)  # the input was left alone
     assert apply_draw_permutations(draws, perms, 0, in_place=True) is draws
     np.testing.assert_array_equal(draws, expected)
+
+
+def test_a_run_over_a_stream_ends_with_the_stream_and_has_no_stopping_rule():
+    # issue 30: online engines step once per mini-batch; the run ends when the stream does (StreamEnd), records
+    # converged=None (there is no stopping rule) and never warns; a StopIteration from the arithmetic is not
+    # mistaken for the end of the data
+    import warnings as _w
+
+    from latentfs.core.driver import StreamEnd, run_optimizer
+
+    batches = iter([1.0, 2.0, 3.0])
+
+    def step(state):
+        b = next(batches, None)
+        if b is None:
+            raise StreamEnd
+        return state + b, -b
+
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        run = run_optimizer(0.0, step, max_iter=None, tol=None, progress=False)
+    assert run.n_iter == 3 and run.converged is None and run.state == 6.0 and not run.interrupted
+
+    def leaky(state):
+        raise StopIteration
+
+    with pytest.raises(StopIteration):  # propagates: not taken as the stream's end
+        run_optimizer(0.0, leaky, max_iter=None, tol=None, progress=False)
+
+
+def test_online_vb_over_one_batch_runs_one_step():
+    import latentfs
+
+    X = latentfs.DirichletDCA(2, alpha=0.5).simulate(40, 12, doc_length=30, seed=0)["counts"]
+    post = latentfs.fit(latentfs.DirichletDCA(2), iter([X]), method="online_vb", total_documents=40)
+    assert post.diagnostics["converged"] is None and post.diagnostics["n_iter"] == 1
+    assert post.trace.shape[-1] == 1

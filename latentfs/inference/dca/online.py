@@ -31,15 +31,17 @@ import numpy as np
 import torch
 
 from latentfs.core.data import CountMatrix, DataError, as_counts, check_choice, check_float, check_int
-from latentfs.core.driver import chain_generators
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
+from latentfs.core.driver import StreamEnd, chain_generators
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
 from latentfs.core.streams import chunk_stream, is_batch_stream, row_batches
 from latentfs.inference.dca.common import hyper_tensors, prepare, resolve_model
 from latentfs.inference.dca.vb import converge_documents, documents_at_theta, init_topic_word, restart_shape
 from latentfs.models.dca import DirichletDCA
+
+_END = object()  # the end of the mini-batch stream
 
 __all__ = ["OnlineVBState", "online_vb_init", "partial_fit_state", "fit_online_vb", "online_posterior"]
 
@@ -94,13 +96,17 @@ class OnlineVBState:
         return float((self.tau0 + self.n_updates) ** (-self.kappa))
 
 
-def _check_online_options(
-    model: Any, tau0: Any, kappa: Any, total_documents: Any, theta_update: Any, doc_max_iter: Any, doc_tol: Any
-) -> None:
+def _check_online_model(model: Any) -> None:
     if not isinstance(model, DirichletDCA):
         raise DataError(f"model must be a DirichletDCA for online VB; got {type(model).__name__}. Use method='vb'.")
     if model.groups is not None:
         raise DataError("online VB has no grouped DirichletDCA (groups=…); fit it with method='vb'.")
+
+
+def _check_online_options(
+    model: Any, tau0: Any, kappa: Any, total_documents: Any, theta_update: Any, doc_max_iter: Any, doc_tol: Any
+) -> None:
+    _check_online_model(model)
     check_float("tau0", tau0, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 1.0.")
     check_float(
         "kappa", kappa, 0.5, 1.0, low_open=True,
@@ -159,6 +165,13 @@ def partial_fit_state(state: OnlineVBState, batch: Any) -> OnlineVBState:
         Any input :func:`latentfs.core.data.as_counts` accepts; empty documents are dropped (they carry no
         evidence about Θ).
     """
+    return _update(state, batch, None)
+
+
+def _update(state: OnlineVBState, batch: Any, generator: torch.Generator | None) -> OnlineVBState:
+    """:func:`partial_fit_state` with λ's random start (at the first batch) drawn from ``generator``, or, when None,
+    from the generator :func:`~latentfs.core.driver.chain_generators` makes from ``state.seed`` on the state's
+    device (the pipeline's start 0 generator, on that device)."""
     counts = _batch_counts(batch, state.n_features)
     data = prepare(counts, dtype=state.dtype, device=state.device)
     model = resolve_model(state.model, data)
@@ -166,7 +179,7 @@ def partial_fit_state(state: OnlineVBState, batch: Any) -> OnlineVBState:
     scale = state.total_documents / data.n_documents  # D / |B|
     lam = state.topic_word
     if lam is None:
-        gen = chain_generators(state.seed, 1, state.device)[0]
+        gen = generator if generator is not None else chain_generators(state.seed, 1, state.device)[0]
         # λ's start as in batch VB, with the batch's token count standing in for the corpus's
         tokens = data.doc_lengths.sum() * scale
         lam = init_topic_word(model, data.n_features, tokens, gen, "full", dtype=data.dtype, device=data.device)
@@ -197,25 +210,53 @@ def _batch_counts(batch: Any, n_features: int) -> CountMatrix:
     return counts
 
 
-def fit_online_vb(
-    model: DirichletDCA,
-    X: Any,
-    *,
-    batch_size: int = 256,
-    n_passes: int = 1,
-    tau0: float = 1.0,
-    kappa: float = 0.7,
-    total_documents: int | None = None,
-    theta_update: str = "full",
-    shuffle: bool = True,
-    seed: int | None = None,
-    doc_max_iter: int = 100,
-    doc_tol: float = 1e-3,
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    empty_documents: str = "drop",
-) -> Posterior:
-    """Fit DirichletDCA by online VB (``latentfs.fit(DirichletDCA(K), X, method="online_vb", ...)``).
+def _tau0_option(name: str, value: Any) -> float:
+    return float(check_float(name, value, 0.0,
+                             remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 1.0."))
+
+
+def _kappa_option(name: str, value: Any) -> float:
+    return float(check_float(
+        name, value, 0.5, 1.0, low_open=True,
+        remedy="κ in (0.5, 1] makes the step sizes (τ0 + t)^−κ converge (Hoffman et al. 2010); try 0.7.",
+    ))
+
+
+def _total_documents_option(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    return int(check_int(name, value, low=1, remedy="Pass the number of documents in the corpus."))
+
+
+def _shuffle_option(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise DataError(f"shuffle must be True or False; got {value!r}.")
+    return value
+
+
+def _int_option(name: str, value: Any) -> int:
+    return int(check_int(name, value, low=1))
+
+
+def _positive_option(name: str, value: Any) -> float:
+    return float(check_float(name, value, 0.0, low_open=True))
+
+
+@dataclass
+class OnlinePrep:
+    """What :meth:`DCAOnlineVB.prepare` makes of the input: the stream of mini-batches and what the start needs."""
+
+    model: DirichletDCA
+    batches: Iterator[Any]
+    n_batches: int | None  # the stream's length; None for an iterator (its end ends the run)
+    n_features: int
+    total_documents: int
+    counts: CountMatrix | None  # the corpus, for a matrix X (its documents' shapes at the final Θ)
+
+
+class DCAOnlineVB(EngineSpec):
+    """DirichletDCA by online VB (``latentfs.fit(DirichletDCA(K), X, method="online_vb", ...)``): a spec run by the
+    one pipeline, one step per mini-batch (:func:`partial_fit_state`), the run as long as the stream.
 
     Parameters
     ----------
@@ -247,52 +288,130 @@ def fit_online_vb(
     Posterior
         ``topic_word``: Dirichlet(λ). For a matrix ``X``, the document site Dirichlet(a) with each
         document's shapes converged at the final Θ; a stream of batches has no document site. ``trace``
-        holds each batch's bound per token (noisy: each is a different batch), ``extras["n_updates"]`` t.
+        holds each batch's bound per token (noisy: each is a different batch), ``extras["n_updates"]`` t;
+        ``diagnostics["converged"]`` is None (the run is as long as the stream: it has no stopping rule).
     """
-    _check_online_options(model, tau0, kappa, total_documents, theta_update, doc_max_iter, doc_tol)
-    batch_size, n_passes, seed, dtype, device, empty_documents = check_options(
-        batch_size=batch_size, n_passes=n_passes, seed=seed, dtype=dtype, device=device, empty_documents=empty_documents
-    )
-    if not isinstance(shuffle, bool):
-        raise DataError(f"shuffle must be True or False; got {shuffle!r}.")
-    from latentfs.core.shards import is_dask_array
 
-    counts: CountMatrix | None = None
-    batches: Iterable[Any]
-    if is_batch_stream(X):
-        if total_documents is None:
-            if isinstance(X, Iterator):
-                raise DataError(
-                    "total_documents is required when X is an iterator of mini-batches: each batch's statistics "
-                    "are scaled by total_documents / batch rows. Pass the corpus size, e.g. total_documents=100000."
-                )
-            total_documents = int(sum(int(b.shape[0]) for b in X))
-        first, batches = chunk_stream(X, n_passes, what="mini-batches")
-        n_features = int(first.shape[1])
-    elif is_dask_array(X):
-        n_features = int(X.shape[1])
-        total_documents = total_documents or int(X.shape[0])
-        # each mini-batch of a dask array computed on its own: only one batch is ever in memory
-        batches = row_batches(int(X.shape[0]), batch_size, n_passes, shuffle, seed, lambda rows: X[rows].compute())
-    else:
-        counts = as_counts(X, empty_documents=empty_documents)  # type: ignore[arg-type]
-        n_features = counts.n_features
-        total_documents = total_documents or counts.n_documents
-        csr = counts.csr
-        batches = row_batches(counts.n_documents, batch_size, n_passes, shuffle, seed, lambda rows: csr[rows])
-    state = online_vb_init(
-        model, n_features, total_documents=int(total_documents), tau0=tau0, kappa=kappa,
-        theta_update=theta_update, seed=seed, doc_max_iter=doc_max_iter, doc_tol=doc_tol, dtype=dtype,
-        device=device,
-    )
-    for batch in batches:
-        state = partial_fit_state(state, batch)
-    return online_posterior(state, counts)
+    method = "online_vb"
+    kind = "optimizer"
+    desc = "online VB"
+    options = {
+        "batch_size": Option(256, _int_option, "int ≥ 1", "rows per mini-batch when X is a matrix"),
+        "n_passes": Option(1, _int_option, "int ≥ 1", "passes over a matrix or a list of mini-batches"),
+        "tau0": Option(1.0, _tau0_option, "float ≥ 0", "τ0 of the step size ρ_t = (τ0 + t)^(−κ)"),
+        "kappa": Option(0.7, _kappa_option, "float in (0.5, 1]", "κ of the step size ρ_t = (τ0 + t)^(−κ)"),
+        "total_documents": Option(None, _total_documents_option, "int ≥ 1 or None",
+                                  "D, the corpus size each batch is scaled to (required for an iterator)"),
+        "theta_update": Option("full", lambda n, v: check_choice(n, v, ONLINE_THETA_UPDATES), "str",
+                               "'full' (q(θ_k) = Dirichlet(λ_k)) or 'chapter' (documents see Θ = λ / Σ λ)"),
+        "shuffle": Option(True, _shuffle_option, "bool", "a new random order of a matrix's rows each pass"),
+        "seed": shared("seed"),
+        "doc_max_iter": Option(100, _int_option, "int ≥ 1", "the most document updates per batch"),
+        "doc_tol": Option(1e-3, _positive_option, "float > 0", "document updates stop at this relative change"),
+        "dtype": shared("dtype"),
+        "device": shared("device"),
+        "empty_documents": shared("empty_documents", "drop"),
+    }
+
+    def prepare(self, model: Any, X: Any, o: Options) -> OnlinePrep:
+        from latentfs.core.shards import is_dask_array
+
+        _check_online_model(model)
+        total = o.total_documents
+        counts: CountMatrix | None = None
+        batches: Iterable[Any]
+        if is_batch_stream(X):
+            if total is None:
+                if isinstance(X, Iterator):
+                    raise DataError(
+                        "total_documents is required when X is an iterator of mini-batches: each batch's statistics "
+                        "are scaled by total_documents / batch rows. Pass the corpus size, e.g. "
+                        "total_documents=100000."
+                    )
+                total = int(sum(int(b.shape[0]) for b in X))
+            n_batches = None if isinstance(X, Iterator) else len(X) * o.n_passes
+            first, batches = chunk_stream(X, o.n_passes, what="mini-batches")
+            n_features = int(first.shape[1])
+        elif is_dask_array(X):
+            n_features, n_rows = int(X.shape[1]), int(X.shape[0])
+            total = total or n_rows
+            n_batches = o.n_passes * -(-n_rows // o.batch_size)
+            # each mini-batch of a dask array computed on its own: only one batch is ever in memory
+            batches = row_batches(n_rows, o.batch_size, o.n_passes, o.shuffle, o.seed, lambda rows: X[rows].compute())
+        else:
+            counts = as_counts(X, empty_documents=o.empty_documents)
+            n_features = counts.n_features
+            total = total or counts.n_documents
+            csr = counts.csr
+            n_batches = o.n_passes * -(-counts.n_documents // o.batch_size)
+            batches = row_batches(counts.n_documents, o.batch_size, o.n_passes, o.shuffle, o.seed,
+                                  lambda rows: csr[rows])
+        return OnlinePrep(model, iter(batches), n_batches, n_features, int(total), counts)
+
+    def n_starts(self, prep: OnlinePrep, o: Options) -> int:
+        return 1  # one pass over a stream: there is no second start to compare
+
+    def max_iter(self, prep: OnlinePrep, o: Options) -> int | None:
+        return prep.n_batches  # one step per mini-batch; None: the iterator's end ends the run
+
+    def stop_tol(self, prep: OnlinePrep, o: Options) -> float | None:
+        return None  # no stopping rule: each objective is another batch's bound
+
+    def start(self, prep: OnlinePrep, o: Options, gen: torch.Generator, index: int) -> Any:
+        state = online_vb_init(
+            prep.model, prep.n_features, total_documents=prep.total_documents, tau0=o.tau0, kappa=o.kappa,
+            theta_update=o.theta_update, seed=o.seed, doc_max_iter=o.doc_max_iter, doc_tol=o.doc_tol,
+            dtype=o.dtype, device=o.device,
+        )
+        # λ is drawn at the first batch on the fit's device, from this start's seed (so a GPU fit draws its start
+        # from the CUDA generator of that seed, as partial_fit_state does)
+        device_gen = gen if o.device.type == "cpu" else torch.Generator(o.device).manual_seed(gen.initial_seed())
+        return state, device_gen
+
+    def step(self, prep: OnlinePrep, o: Options, state: Any) -> tuple[Any, float]:
+        online, gen = state
+        batch = next(prep.batches, _END)
+        if batch is _END:  # the stream has ended: so does the run
+            raise StreamEnd
+        new = _update(online, batch, gen)
+        return (new, gen), new.trace[-1]  # the batch's bound at the Θ it was fitted with (the state passed in)
+
+    def export(self, prep: OnlinePrep, o: Options, outcome: Any) -> Export:
+        online = outcome.run.state[0]
+        dims, coords, fitted, extras, diagnostics = _online_sites(online, prep.counts)
+        return Export(dims=dims, coords=coords, fitted=fitted, extras=extras, diagnostics=diagnostics)
+
+    def finalize(self, post: Any, prep: OnlinePrep, o: Options, outcome: Any) -> None:
+        post.hyperparameters = dict(outcome.run.state[0].model.hyperparameters())  # the data-dependent defaults
+
+
+#: the spec, callable as ``fit_online_vb(model, X, **options)`` (the pipeline runs it)
+fit_online_vb = register_spec(DCAOnlineVB(), DirichletDCA)
 
 
 def online_posterior(state: OnlineVBState, counts: CountMatrix | None = None) -> Posterior:
     """The Posterior of an online VB state: q(Θ) = Dirichlet(λ), and, given the corpus ``counts``, each
     document's q(m) = Dirichlet(a) with its shapes converged at the final Θ."""
+    if state.topic_word is None:
+        raise DataError("state has seen no mini-batch yet; call partial_fit_state(state, batch) first.")
+    dims, coords, fitted, extras, diagnostics = _online_sites(state, counts)
+    return Posterior(
+        model=type(state.model).__name__,
+        method="online_vb",
+        dims=dims,
+        coords=coords,
+        trace=np.asarray(state.trace),
+        fitted=fitted,
+        diagnostics={"converged": None, "n_iter": state.n_updates, **diagnostics},
+        extras=extras,
+        hyperparameters=state.model.hyperparameters(),
+    )
+
+
+def _online_sites(
+    state: OnlineVBState, counts: CountMatrix | None
+) -> tuple[dict[str, tuple[str, ...]], dict[str, list[str]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The result of an online VB state: dims, coords, fitted sites, extras and the engine's diagnostics."""
     if state.topic_word is None:
         raise DataError("state has seen no mini-batch yet; call partial_fit_state(state, batch) first.")
     model = state.model
@@ -321,25 +440,12 @@ def online_posterior(state: OnlineVBState, counts: CountMatrix | None = None) ->
         extras["component_counts"] = to_np(a - hyper["alpha"])
         extras["kept_documents"] = counts.kept_documents
         extras["doc_lengths"] = counts.doc_lengths
-    return Posterior(
-        model=type(model).__name__,
-        method="online_vb",
-        dims=dims,
-        coords=coords,
-        trace=np.asarray(state.trace),
-        fitted=fitted,
-        diagnostics={
-            "converged": None,
-            "n_iter": state.n_updates,
-            "theta_update": state.theta_update,
-            "tau0": state.tau0,
-            "kappa": state.kappa,
-            "total_documents": state.total_documents,
-            "observation_dim": "document",
-        },
-        extras=extras,
-        hyperparameters=model.hyperparameters(),
-    )
+    diagnostics = {
+        "theta_update": state.theta_update,
+        "tau0": state.tau0,
+        "kappa": state.kappa,
+        "total_documents": state.total_documents,
+        "observation_dim": "document",
+    }
+    return dims, coords, fitted, extras, diagnostics
 
-
-register(DirichletDCA, "online_vb")(fit_online_vb)
