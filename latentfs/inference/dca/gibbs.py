@@ -22,11 +22,13 @@ Hyperparameters can be learned during warm-up (``learn_alpha``, ``learn_beta``, 
 stochastic-EM step after every warm-up sweep, from the current counts and scores, see
 :mod:`latentfs.inference.dca.hyper`); each chain then keeps the mean of its updates over the second half
 of its warm-up, fixed while draws are kept, so the kept draws come from the posterior at the learned
-values; a ``ConvergenceWarning`` says when the updates had not settled (:func:`fit_gibbs`).
+values; a ``ConvergenceWarning`` says when the updates had not settled (:class:`DirectGibbs`).
 
-Chain-level outputs (running means over kept draws, learned component-indexed hyperparameters) are
-relabelled with their chain's permutation before chains are averaged (:func:`~latentfs.inference.dca.common.
-finish_sampler`).
+The engine is an :class:`~latentfs.core.pipeline.EngineSpec` (:class:`DirectGibbs`, also importable as
+``fit_gibbs``) run by the one pipeline, which owns the chains (``chain_method``), the seed rule, the
+relabelling of the draws and their one R̂/ESS. Chain-level outputs (running means over kept draws, learned
+component-indexed hyperparameters) are then put in the relabelled labels with their chain's permutation
+before chains are averaged (:func:`relabel_chain_outputs`, the spec's ``after_align``).
 
 Gamma and Dirichlet draws are made in log space (Gamma(a) = Gamma(a + 1) · U^{1/a}) so that small
 concentrations such as γ = 0.01 do not underflow in float32 (FIELD_NOTES).
@@ -34,6 +36,7 @@ concentrations such as γ = 0.01 do not underflow in float32 (FIELD_NOTES).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,10 +45,9 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import run_sampler
-from latentfs.core.options import check_options
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options, shared
 from latentfs.core.random import dirichlet_sample, group_softmax, log_gamma_sample
-from latentfs.core.registry import register
+from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
 from latentfs.inference.dca.common import (
     DCAData,
@@ -53,7 +55,6 @@ from latentfs.inference.dca.common import (
     cgp_zero_probability,
     check_store,
     dims_and_coords,
-    finish_sampler,
     hyper_tensors,
     log_length_factorials,
     model_groups,
@@ -64,6 +65,7 @@ from latentfs.inference.dca.loo import NO_LOO_REASON, count_constants, draw_marg
 from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA
 
 __all__ = [
+    "DirectGibbs",
     "GibbsState",
     "gibbs_init",
     "gibbs_step",
@@ -96,7 +98,7 @@ class GibbsState:
 
 @dataclass
 class _Chain:
-    """One chain of :func:`fit_gibbs`: the sampler state and everything the chain accumulates (its learned
+    """One chain of :class:`DirectGibbs`: the sampler state and everything the chain accumulates (its learned
     hyperparameters, their per-sweep trace, the running sums of c_(i) and of the document site over kept
     draws). It all travels with the chain, so chains can run in other processes."""
 
@@ -372,43 +374,104 @@ def gibbs_step_with_loglik(
     return GibbsState(theta, latent, doc_counts, word_counts, assignment), loglik
 
 
-def fit_gibbs(
-    model: DCAModel,
-    X: Any,
-    *,
-    num_samples: int = 200,
-    num_warmup: int = 200,
-    num_chains: int = 2,
-    thin: int = 1,
-    seed: int | torch.Generator | None = None,
-    dtype: torch.dtype = torch.float64,
-    device: str | torch.device = "cpu",
-    empty_documents: str = "error",
-    progress: bool | None = None,
-    store: tuple[str, ...] | None = None,
-    align: bool = True,
-    log_likelihood: bool = True,
-    learn_alpha: bool = False,
-    learn_beta: bool = False,
-    learn_rho: bool = False,
-    vstep: str = "auto",
-    warn: bool = True,
-) -> Posterior:
-    """Sample a DCA posterior by direct Gibbs (``latentfs.fit(model, X, method="gibbs", ...)``).
+def _check_vstep(name: str, value: Any) -> str:
+    if value not in VSTEPS:
+        raise DataError(f"vstep must be one of {VSTEPS}; got {value!r}.")
+    return str(value)
 
-    Parameters
-    ----------
-    num_samples, num_warmup, num_chains, thin : chain lengths; chains run one after another.
-    seed : int or torch.Generator; each chain gets an independent generator derived from it.
+
+def _check_log_likelihood(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise DataError(f"log_likelihood must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def relabel_chain_outputs(post: Posterior, averaged: dict[str, int], per_chain: dict[str, int], *,
+                          warn: bool) -> dict[str, np.ndarray]:
+    """Chain-level outputs in ``post.extras`` (arrays shaped (chain, ...): running means over a chain's kept draws,
+    learned component-indexed hyperparameters, their traces), put in the labels of the pipeline's relabelling.
+
+    Called once the pipeline has relabelled the draws (:meth:`EngineSpec.after_align`). Each name maps to its
+    component axis within one chain's array. Each chain's components carry its own labels, so every array is
+    permuted by its chain's modal permutation (that of :meth:`Posterior.align`), with the same warning when more
+    than 5% of a chain's draws were in another labelling; the ``averaged`` ones are then averaged over chains
+    (``post.extras`` holds the averages, which are returned). Without a relabelling (``align=False``, or no
+    ``topic_word`` draws) nothing is permuted and nothing averaged unless there is one chain: averaging components
+    in different label orders would mix them.
+    """
+    from latentfs.core.posterior_align import _SWITCH_TOLERANCE
+    from latentfs.core.relabel import apply_permutations, modal_permutations
+
+    everything = {**averaged, **per_chain}
+    if post.relabel_permutations is not None and post.alignment is not None and everything:
+        modes, switched = modal_permutations(post.relabel_permutations)
+        for name, axis in everything.items():
+            arr = np.asarray(post.extras[name])
+            if arr.shape[0] != len(modes):
+                raise DataError(
+                    f"chain_extras[{name!r}] must have one entry per chain ({len(modes)}); got shape {arr.shape}. "
+                    "Keep per-chain arrays until the result is aligned."
+                )
+            post.extras[name] = apply_permutations(arr[:, None], modes, axis)[:, 0]
+        if warn and float(switched.max()) > _SWITCH_TOLERANCE:
+            from latentfs.core.convergence_warning import ConvergenceWarning  # imports scikit-learn: only to warn
+
+            warnings.warn(
+                f"labels switched within a chain ({float(switched.max()):.0%} of one chain's draws are in "
+                f"another labelling); the chain-level outputs {sorted(everything)} mix components. Store "
+                "the per-draw sites instead (store=...), or run a longer warm-up.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        post.alignment["chain_extras"] = sorted(everything)
+    out: dict[str, np.ndarray] = {}
+    n_chains = np.asarray(post.extras[next(iter(everything))]).shape[0] if everything else 1
+    if post.alignment is not None or n_chains == 1:
+        for name in averaged:
+            out[name] = post.extras[name] = np.asarray(post.extras[name]).mean(0)
+    return out
+
+
+@dataclass(frozen=True)
+class _Prep:
+    """What every chain of one fit shares: the resolved model, the corpus and its tokens, the model's
+    hyperparameters as tensors, and what the options decided."""
+
+    model: DCAModel
+    data: DCAData
+    tokens: TokenIndex
+    hyper: dict[str, torch.Tensor]
+    learn: tuple[str, ...]
+    sites: tuple[str, ...]
+    doc_site: str
+    cgp: bool
+    lazy_ll: bool
+    eager_ll: bool
+
+    def chain_outputs(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The chain-level extras (name -> component axis within one chain's array): averaged over chains, and
+        kept per chain."""
+        averaged = {"component_counts": 1, f"{self.doc_site}_mean": 1, **{name: 0 for name in self.learn}}
+        return averaged, {f"{name}_trace": 1 for name in self.learn}
+
+
+class DirectGibbs(EngineSpec):
+    """Sample a DCA posterior by direct Gibbs (``latentfs.fit(model, X, method="gibbs", ...)``; module docstring).
+
+    Options (besides the chain lengths: 2 chains, 200 warm-up and 200 kept sweeps by default, ``thin``, ``seed``,
+    ``progress``, ``warn``):
+
     dtype : torch.float64 (default) or torch.float32 (faster; sampling stays stable in log space).
+    device : where the updates run; every random draw is made on the chain's generator on that device.
     store : sites to keep draws of: ``("topic_word",)`` by default; add the document site
         (``store=("topic_word", "doc_topic")``) to keep its draws too (I·K floats per kept sweep). The
         document site's posterior mean is always kept, as ``extras["doc_topic_mean"]`` (or
         ``"doc_scores_mean"``), shaped (I, K).
-    align : relabel every draw (within and across chains, :meth:`Posterior.align` on ``topic_word``) and
-        permute each chain's running means and learned hyperparameters by its chain's relabelling before
-        they are averaged over chains. ``align=False`` leaves labels alone and keeps every chain-level
-        output per chain (leading chain axis), since averaging unmatched components would mix them.
+    align : relabel every draw (within and across chains, by the pipeline on ``topic_word`` jointly with every
+        component-indexed global site) and permute each chain's running means and learned hyperparameters by
+        its chain's relabelling before they are averaged over chains. ``align=False`` leaves labels alone and
+        keeps every chain-level output per chain (leading chain axis), since averaging unmatched components
+        would mix them.
     log_likelihood : make log p(w_(i) | Θ) per kept draw and document, the document's latent integrated out
         (:mod:`latentfs.inference.dca.loo`), available as ``post.log_likelihood`` and the ArviZ
         ``log_likelihood`` group (computed on first use). ConditionalGammaPoissonDCA has no estimator of it:
@@ -427,62 +490,88 @@ def fit_gibbs(
     vstep : {"auto", "compiled", "torch"}
         How the word splits V are drawn: a compiled loop (numba, CPU; the default there) or vectorised torch
         (any device). The same conditional either way; the compiled loop is ~6× faster on CPU.
-    warn : bool
-        Warn (``ConvergenceWarning``) when the relabelled draws have not converged (rank-normalised R̂ >
-        1.01 or ESS < 100 per chain, :meth:`Posterior.check_convergence`) or learning had not settled.
 
-    Returns
-    -------
-    Posterior with draws of the stored sites; ``extras["component_counts"]`` (I, K) the mean of c_(i) over
-    the kept draws and chains, ``extras["<doc_site>_mean"]`` (I, K) the mean of the document site, and for
+    Returns a Posterior with draws of the stored sites; ``extras["component_counts"]`` (I, K) the mean of c_(i)
+    over the kept draws and chains, ``extras["<doc_site>_mean"]`` (I, K) the mean of the document site, and for
     ConditionalGammaPoissonDCA ``extras["doc_scores_mean"]`` is instead the Rao-Blackwellised corrected
     posterior mean E[l | c] (digest §1.5); all three are relabelled per chain before the chains are
     averaged. ``trace`` holds log p(w | latent, Θ) of every sweep at the values its V step used (the
-    chapter's Fig. 5, step 1c: a training trace, not a held-out measure), warm-up included.
+    chapter's Fig. 5, step 1c: a training trace, not a held-out measure), warm-up included. The pipeline owns
+    the chains (``chain_method``), the seed rule (``diagnostics["seed"]``), the relabelling and the one R̂/ESS
+    (``diagnostics["convergence"]``).
+
+    Examples
+    --------
+    >>> import latentfs
+    >>> model = latentfs.DirichletDCA(2, alpha=0.5)
+    >>> X = model.simulate(n_documents=20, n_features=10, doc_length=30, seed=0)["counts"]
+    >>> post = latentfs.fit(model, X, method="gibbs", num_warmup=20, num_samples=5, warn=False)
+    >>> post.samples("topic_word").shape
+    (2, 5, 2, 10)
+    >>> post.extras["component_counts"].shape
+    (20, 2)
     """
-    from latentfs.inference.dca.hyper import (
-        check_learn,
-        check_warmup_learning,
-        gibbs_hyper_update,
-        warmup_average,
-        with_hyperparameters,
-    )
 
-    num_samples, num_warmup, num_chains, thin, seed, dtype, device = check_options(
-        num_samples=num_samples, num_warmup=num_warmup, num_chains=num_chains, thin=thin, seed=seed, dtype=dtype,
-        device=device,
-    )
-    learn = check_learn(model, learn_alpha=learn_alpha, learn_beta=learn_beta, learn_rho=learn_rho)
-    data = prepare(X, dtype=dtype, device=device, empty_documents=empty_documents)
-    _use_compiled(vstep, data)  # validates the option before any sampling
-    model = resolve_model(model, data)
-    hyper = _hyper(model, data)
-    tokens = token_index(data)
-    sites = check_store(model, store)
-    doc_site = model.doc_site
-    cgp = isinstance(model, ConditionalGammaPoissonDCA)
-    if not isinstance(log_likelihood, (bool, np.bool_)):
-        raise DataError(f"log_likelihood must be True or False; got {log_likelihood!r}.")
-    # the pointwise log-likelihood with each document's latent integrated out (loo.py); CGP has none
-    lazy_ll = bool(log_likelihood) and not cgp and "topic_word" in sites
-    eager_ll = bool(log_likelihood) and not cgp and not lazy_ll
-    def init(gen: torch.Generator) -> _Chain:
-        zeros = torch.zeros(data.n_documents, model.n_components, dtype=dtype, device=device)
-        h = dict(hyper)
-        return _Chain(gibbs_init(model, data, tokens, h, gen), h, {name: [] for name in learn}, zeros, zeros.clone())
+    method = "gibbs"
+    kind = "sampler"
+    desc = "Gibbs"
+    options = {
+        **chain_options(num_chains=2, num_warmup=200, num_samples=200),
+        "dtype": shared("dtype"),
+        "device": shared("device"),
+        "empty_documents": shared("empty_documents"),
+        "store": Option(None, None, "tuple of str or None",
+                        "sites whose draws are kept: ('topic_word',) by default, add the document site for its draws"),
+        "align": Option(True, None, "bool",
+                        "relabel the draws and each chain's running means before chains are averaged"),
+        "log_likelihood": Option(True, _check_log_likelihood, "bool",
+                                 "the pointwise log p(w_(i) | Θ), latents integrated out, computed on first use"),
+        "learn_alpha": Option(False, None, "bool", "learn α by stochastic EM during warm-up"),
+        "learn_beta": Option(False, None, "bool", "learn β (GaP, CGP) by stochastic EM during warm-up"),
+        "learn_rho": Option(False, None, "bool", "learn ρ (CGP) by stochastic EM during warm-up"),
+        "vstep": Option("auto", _check_vstep, "'auto', 'compiled' or 'torch'",
+                        "how the word splits are drawn: compiled loop (CPU) or vectorised torch (any device)"),
+    }
 
-    def step(chain: _Chain, gen: torch.Generator) -> tuple[_Chain, float]:
-        h = chain.hyper
-        chain.state, lp = gibbs_step_with_loglik(model, data, tokens, chain.state, h, gen, vstep)
+    def prepare(self, model: Any, data: Any, o: Options) -> _Prep:
+        from latentfs.inference.dca.hyper import check_learn
+
+        learn = check_learn(model, learn_alpha=o.learn_alpha, learn_beta=o.learn_beta, learn_rho=o.learn_rho)
+        corpus = prepare(data, dtype=o.dtype, device=o.device, empty_documents=o.empty_documents)
+        model = resolve_model(model, corpus)
+        hyper = _hyper(model, corpus)
+        tokens = token_index(corpus)
+        sites = tuple(check_store(model, o.store))
+        cgp = isinstance(model, ConditionalGammaPoissonDCA)
+        # the pointwise log-likelihood with each document's latent integrated out (loo.py); CGP has none
+        lazy_ll = o.log_likelihood and not cgp and "topic_word" in sites
+        eager_ll = o.log_likelihood and not cgp and not lazy_ll
+        return _Prep(model, corpus, tokens, hyper, learn, sites, model.doc_site, cgp, lazy_ll, eager_ll)
+
+    def hyperparameters(self, model: Any, prep: _Prep, o: Options) -> dict[str, Any]:
+        return dict(prep.model.hyperparameters())
+
+    def init(self, prep: _Prep, o: Options, gen: torch.Generator) -> _Chain:
+        data = prep.data
+        zeros = torch.zeros(data.n_documents, prep.model.n_components, dtype=o.dtype, device=o.device)
+        h = dict(prep.hyper)
+        return _Chain(gibbs_init(prep.model, data, prep.tokens, h, gen), h, {name: [] for name in prep.learn}, zeros,
+                      zeros.clone())
+
+    def sample(self, prep: _Prep, o: Options, chain: _Chain, gen: torch.Generator) -> tuple[_Chain, float]:
+        from latentfs.inference.dca.hyper import gibbs_hyper_update, warmup_average
+
+        h, learn = chain.hyper, prep.learn
+        chain.state, lp = gibbs_step_with_loglik(prep.model, prep.data, prep.tokens, chain.state, h, gen, o.vstep)
         if learn:
             trace = chain.hyper_trace
             done = len(trace[learn[0]])
-            if done < num_warmup:
-                h.update(gibbs_hyper_update(model, chain.state, data, h, learn))
-            elif done == num_warmup:  # end of warm-up: keep the average of the settled updates
-                kept = {name: torch.as_tensor(warmup_average(np.stack(trace[name])), dtype=dtype, device=device)
+            if done < o.num_warmup:
+                h.update(gibbs_hyper_update(prep.model, chain.state, prep.data, h, learn))
+            elif done == o.num_warmup:  # end of warm-up: keep the average of the settled updates
+                kept = {name: torch.as_tensor(warmup_average(np.stack(trace[name])), dtype=o.dtype, device=o.device)
                         for name in learn}
-                if cgp:
+                if prep.cgp:
                     kept["zero_prob"] = cgp_zero_probability(
                         kept.get("alpha", h["alpha"]), kept.get("beta", h["beta"]), kept.get("rho", h["rho"])
                     )
@@ -491,80 +580,83 @@ def fit_gibbs(
                 trace[name].append(h[name].cpu().numpy().copy())
         return chain, lp
 
-    def collect(chain: _Chain) -> dict[str, np.ndarray]:
+    def collect(self, prep: _Prep, o: Options, chain: _Chain) -> dict[str, Any]:
         state = chain.state
         chain.counts_sum += state.doc_counts
-        if cgp:
+        if prep.cgp:
             # E[l | c] (digest §1.5, corrected): (c+α)/(1+β) if c > 0, else π α/(1+β); averaged over draws
             h, c = chain.hyper, state.doc_counts
             scale = 1 + h["beta"]
             chain.doc_sum += torch.where(c > 0, (c + h["alpha"]) / scale, (1 - h["zero_prob"]) * h["alpha"] / scale)
         else:
             chain.doc_sum += state.doc_latent
-        out = {"topic_word": state.topic_word, doc_site: state.doc_latent}
-        kept = {s: out[s].detach().cpu().numpy() for s in sites}
-        if eager_ll:  # Θ is not kept: the marginal of this draw now (the chain's labels)
-            kept["_loglik"] = draw_marginal_loglik(model, data, state.topic_word.detach().cpu().numpy(),
-                                                   chain.hyper, seed)
+        out = {"topic_word": state.topic_word, prep.doc_site: state.doc_latent}
+        kept = {s: out[s].detach().cpu().numpy() for s in prep.sites}
+        if prep.eager_ll:  # Θ is not kept: the marginal of this draw now (the chain's labels)
+            kept["_loglik"] = draw_marginal_loglik(prep.model, prep.data, state.topic_word.detach().cpu().numpy(),
+                                                   chain.hyper, o.seed)
         return kept
 
-    run = run_sampler(
-        init, step, collect, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
-        seed=seed, device=device, desc=f"{type(model).__name__} Gibbs", progress=progress,
-    )
-    draws = dict(run.draws)
-    loglik = draws.pop("_loglik", None)
-    dims, coords = dims_and_coords(model, data)
-    chains: list[_Chain] = run.final_states
-    n_kept = max(run.n_draws, 1)
-    chain_extras: dict[str, tuple[np.ndarray, int]] = {
-        "component_counts": (torch.stack([ch.counts_sum for ch in chains]).cpu().numpy() / n_kept, 1),
-        f"{doc_site}_mean": (torch.stack([ch.doc_sum for ch in chains]).cpu().numpy() / n_kept, 1),
-    }
-    per_chain: dict[str, tuple[np.ndarray, int]] = {}
-    drifts: dict[str, float] = {}
-    if learn:
-        for name in learn:
-            chain_extras[name] = (np.stack([ch.hyper[name].cpu().numpy() for ch in chains]), 0)
-            steps = min(len(ch.hyper_trace[name]) for ch in chains)
-            per_chain[f"{name}_trace"] = (np.array([ch.hyper_trace[name][:steps] for ch in chains]), 1)
-        drifts = check_warmup_learning({name: per_chain[f"{name}_trace"][0] for name in learn}, num_warmup,
-                                       warn=warn, method=f"{type(model).__name__} Gibbs")
-    post = Posterior(
-        model=type(model).__name__,
-        method="gibbs",
-        dims=dims,
-        coords=coords,
-        trace=run.trace,
-        draws=draws,
-        diagnostics={
-            "interrupted": run.interrupted,
-            "num_chains": len(chains),
-            "num_draws": run.n_draws,
-            "num_warmup": num_warmup,
-            "thin": thin,
-            "observation_dim": "document",
-            "stored_sites": list(sites),
-            **({"hyper_drift": drifts} if learn else {}),
-            **({"no_pointwise_log_likelihood": NO_LOO_REASON} if cgp and log_likelihood else {}),
-        },
-        log_likelihood=loglik,
-        extras={"kept_documents": data.counts.kept_documents, "doc_lengths": data.counts.doc_lengths},
-        hyperparameters=model.hyperparameters(),
-        sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
-    )
-    if lazy_ll:
-        post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(model, data),
-                                                   [model] * len(chains), [ch.hyper for ch in chains], seed)
-    averaged = finish_sampler(post, chain_extras=chain_extras, per_chain=per_chain, align=align, warn=warn)
-    if learn:
-        values = {name: averaged.get(name, post.extras[name][0]) for name in learn}
-        for name in learn:
-            post.extras.pop(name, None)
-        post.hyperparameters = {**with_hyperparameters(model, **values).hyperparameters(), "learned": list(learn)}
-    return post
+    def export(self, prep: _Prep, o: Options, outcome: Any) -> Export:
+        from latentfs.inference.dca.hyper import check_warmup_learning
+
+        model, data, learn = prep.model, prep.data, prep.learn
+        draws = dict(outcome.draws)
+        loglik = draws.pop("_loglik", None)
+        dims, coords = dims_and_coords(model, data)
+        chains: list[_Chain] = outcome.final_states
+        n_kept = max(outcome.n_draws, 1)
+        extras: dict[str, Any] = {
+            "kept_documents": data.counts.kept_documents,
+            "doc_lengths": data.counts.doc_lengths,
+            "component_counts": torch.stack([ch.counts_sum for ch in chains]).cpu().numpy() / n_kept,
+            f"{prep.doc_site}_mean": torch.stack([ch.doc_sum for ch in chains]).cpu().numpy() / n_kept,
+        }
+        drifts: dict[str, float] = {}
+        if learn:
+            traces: dict[str, np.ndarray] = {}
+            for name in learn:
+                extras[name] = np.stack([ch.hyper[name].cpu().numpy() for ch in chains])
+                steps = min(len(ch.hyper_trace[name]) for ch in chains)
+                traces[name] = extras[f"{name}_trace"] = np.array([ch.hyper_trace[name][:steps] for ch in chains])
+            drifts = check_warmup_learning(traces, o.num_warmup, warn=o.warn,
+                                           method=f"{type(model).__name__} Gibbs")
+        trace = outcome.trace
+        return Export(
+            dims=dims, coords=coords, draws=draws, extras=extras, log_likelihood=loglik,
+            diagnostics={
+                "num_warmup": o.num_warmup,
+                "thin": o.thin,
+                "observation_dim": "document",
+                "stored_sites": list(prep.sites),
+                **({"hyper_drift": drifts} if learn else {}),
+                **({"no_pointwise_log_likelihood": NO_LOO_REASON} if prep.cgp and o.log_likelihood else {}),
+            },
+            sample_stats={"lp": trace[:, o.num_warmup:][:, o.thin - 1 :: o.thin][:, : outcome.n_draws]},
+            relabel=("topic_word", "component") if o.align else None,
+        )
+
+    def finalize(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
+        """The pointwise log-likelihood of every kept Θ draw, computed on first use (each in its chain's labels,
+        at its chain's hyperparameters)."""
+        if prep.lazy_ll:
+            chains, data = outcome.final_states, prep.data
+            post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(prep.model, data),
+                                                       [prep.model] * len(chains), [ch.hyper for ch in chains], o.seed)
+
+    def after_align(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
+        """Each chain's running means and learned hyperparameters in the relabelled labels, averaged over chains;
+        the learned values become the result's hyperparameters."""
+        from latentfs.inference.dca.hyper import with_hyperparameters
+
+        averaged_axes, per_chain_axes = prep.chain_outputs()
+        averaged = relabel_chain_outputs(post, averaged_axes, per_chain_axes, warn=o.warn)
+        if prep.learn:
+            values = {name: averaged.get(name, post.extras[name][0]) for name in prep.learn}
+            for name in prep.learn:
+                post.extras.pop(name, None)
+            post.hyperparameters = {**with_hyperparameters(prep.model, **values).hyperparameters(),
+                                    "learned": list(prep.learn)}
 
 
-register(DirichletDCA, "gibbs")(fit_gibbs)
-register(GammaPoissonDCA, "gibbs")(fit_gibbs)
-register(ConditionalGammaPoissonDCA, "gibbs")(fit_gibbs)
+fit_gibbs = register_spec(DirectGibbs(), DirichletDCA, GammaPoissonDCA, ConditionalGammaPoissonDCA)
