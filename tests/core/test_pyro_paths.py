@@ -22,24 +22,28 @@ def counts() -> np.ndarray:
 def test_ctrl_c_during_nuts_keeps_the_finished_chains(counts, monkeypatch):
     import pyro.infer
 
-    calls = {"n": 0}
-    original = pyro.infer.MCMC.run
+    calls = {"setup": 0}
+    setup, sample = pyro.infer.NUTS.setup, pyro.infer.NUTS.sample
 
-    def run(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:  # Ctrl-C during the second chain
+    def counted_setup(self, *args, **kwargs):
+        calls["setup"] += 1
+        return setup(self, *args, **kwargs)
+
+    def interrupted_sample(self, params):
+        if calls["setup"] == 2:  # Ctrl-C during the second chain's warm-up
             raise KeyboardInterrupt
-        return original(self, *args, **kwargs)
+        return sample(self, params)
 
-    monkeypatch.setattr(pyro.infer.MCMC, "run", run)
-    with pytest.warns(InterruptedFitWarning, match="NUTS interrupted during chain 1; keeping the 1 chain"):
+    monkeypatch.setattr(pyro.infer.NUTS, "setup", counted_setup)
+    monkeypatch.setattr(pyro.infer.NUTS, "sample", interrupted_sample)
+    with pytest.warns(InterruptedFitWarning, match=r"NUTS interrupted; keeping 1 chain\(s\) × 10 draws"):
         result = latentfs.fit(
             latentfs.DirichletDCA(2), counts, method="nuts", num_chains=3, num_warmup=10, num_samples=10, seed=0,
             warn=False,
         )
     assert result.samples("topic_word").shape[:2] == (1, 10)
     assert result.diagnostics["interrupted"] is True
-    assert calls["n"] == 2  # the third chain never started
+    assert calls["setup"] == 2  # the third chain never started
 
 
 def test_pyro_paths_leave_the_callers_random_state_alone(counts):
