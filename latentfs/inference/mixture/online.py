@@ -22,15 +22,16 @@ the seeds tried), so the restarts are made where they are cheap, on the first ba
 batch of a few hundred rows or more is therefore advisable.
 
 :func:`partial_fit_state` is the one update (the mixture estimators' ``partial_fit``); :func:`fit_online_em`
-(``latentfs.fit(model, X, method="online_em")``) streams a matrix's rows in mini-batches for several passes
-(a dask array one computed batch at a time), or an iterable of chunks once. The option names are those of
+(``latentfs.fit(model, X, method="online_em")``, the spec :class:`MixtureOnlineEM` run by the one pipeline, one
+step per mini-batch) streams a matrix's rows in mini-batches for several passes (a dask array one computed batch
+at a time), or an iterable of chunks once. The option names are those of
 the DCA online engine (:mod:`latentfs.inference.dca.online`): ``batch_size``, ``n_passes``, ``tau0``,
 ``kappa``, ``shuffle``, ``seed``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,9 +39,9 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, check_float, check_int, check_seed
-from latentfs.core.driver import make_generator
-from latentfs.core.options import check_options
-from latentfs.core.registry import register
+from latentfs.core.driver import StreamEnd, make_generator
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
 from latentfs.core.streams import chunk_stream, is_batch_stream, row_batches
 from latentfs.inference.mixture.em import DEFAULT_REG_COVAR, _coords, criteria, entropy_of, fit_em
@@ -54,7 +55,10 @@ from latentfs.inference.mixture.families import (
 from latentfs.inference.mixture.sharded import validate_rows
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
-__all__ = ["OnlineEMState", "fit_online_em", "online_em_init", "online_posterior", "partial_fit_state"]
+__all__ = ["MixtureOnlineEM", "OnlineEMState", "fit_online_em", "online_em_init", "online_posterior",
+           "partial_fit_state"]
+
+_END = object()  # the end of the mini-batch stream
 
 #: The start's batch EM on the first batch: at most this many iterations, to this relative tolerance.
 INIT_MAX_ITER = 100
@@ -112,20 +116,33 @@ class OnlineEMState:
         return 1.0 if base <= 1.0 else float(base ** (-self.kappa))
 
 
-def _check_online_options(model: Any, tau0: Any, kappa: Any, reg_covar: Any) -> tuple[float, float, float]:
+def _check_online_model(model: Any) -> None:
     if not isinstance(model, (GaussianMixture, LatentClass)):
         raise DataError(
             f"model must be a GaussianMixture, LatentProfile or LatentClass for online EM; got {type(model).__name__}."
         )
-    tau0 = check_float(
-        "tau0", tau0, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Cappé & Moulines 2009); try 1.0."
-    )
-    kappa = check_float(
-        "kappa", kappa, 0.5, 1.0, low_open=True,
+
+
+def _tau0_option(name: str, value: Any) -> float:
+    return float(check_float(
+        name, value, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Cappé & Moulines 2009); try 1.0."
+    ))
+
+
+def _kappa_option(name: str, value: Any) -> float:
+    return float(check_float(
+        name, value, 0.5, 1.0, low_open=True,
         remedy="κ in (0.5, 1] makes the step sizes (τ0 + t)^−κ converge (Cappé & Moulines 2009); try 0.7.",
-    )
-    reg_covar = check_float("reg_covar", reg_covar, 0.0, remedy="Pass a small non-negative number, e.g. 1e-6.")
-    return float(tau0), float(kappa), float(reg_covar)
+    ))
+
+
+def _reg_covar_option(name: str, value: Any) -> float:
+    return float(check_float(name, value, 0.0, remedy="Pass a small non-negative number, e.g. 1e-6."))
+
+
+def _check_online_options(model: Any, tau0: Any, kappa: Any, reg_covar: Any) -> tuple[float, float, float]:
+    _check_online_model(model)
+    return _tau0_option("tau0", tau0), _kappa_option("kappa", kappa), _reg_covar_option("reg_covar", reg_covar)
 
 
 def online_em_init(
@@ -229,22 +246,42 @@ def partial_fit_state(state: OnlineEMState, batch: Any) -> OnlineEMState:
     )
 
 
-def fit_online_em(
-    model: Any,
-    X: Any,
-    *,
-    batch_size: int = 1000,
-    n_passes: int = 1,
-    tau0: float = 1.0,
-    kappa: float = 0.7,
-    shuffle: bool = True,
-    seed: int | None = 0,
-    reg_covar: float = DEFAULT_REG_COVAR,
-    init: Any = None,
-    n_init: Any = "auto",
-    e_step: str = "auto",
-) -> Posterior:
-    """Fit a finite mixture by stepwise EM (``latentfs.fit(model, X, method="online_em", ...)``).
+def _count_option(name: str, value: Any) -> int:
+    return int(check_int(name, value, low=1))
+
+
+def _shuffle_option(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise DataError(f"shuffle must be True or False; got {value!r}.")
+    return value
+
+
+def _init_option(name: str, value: Any) -> Any:
+    if value is not None and not isinstance(value, str):
+        raise DataError(f"init must be 'kmeans', 'kmeans++' or 'random' for online EM; got {value!r}.")
+    return value
+
+
+def _n_init_option(name: str, value: Any) -> Any:
+    if isinstance(value, str) and value == "auto":
+        return value
+    return check_int(name, value, low=1, remedy="Pass n_init='auto' or a positive number of starts, e.g. 5.")
+
+
+@dataclass
+class OnlineEMPrep:
+    """What :meth:`MixtureOnlineEM.prepare` makes of the input: the stream of mini-batches and the state before
+    the first of them."""
+
+    batches: Iterator[Any]
+    n_batches: int | None  # the stream's length; None for an iterator (its end ends the run)
+    state: OnlineEMState
+    values: np.ndarray | None  # the rows of an in-memory matrix (their log-likelihood at the final parameters)
+
+
+class MixtureOnlineEM(EngineSpec):
+    """A finite mixture by stepwise EM (``latentfs.fit(model, X, method="online_em", ...)``): a spec run by the one
+    pipeline, one step per mini-batch (:func:`partial_fit_state`), the run as long as the stream.
 
     Parameters
     ----------
@@ -261,13 +298,14 @@ def fit_online_em(
         Step sizes ρ_t = (τ0 + t)^(−κ), τ0 ≥ 0, κ ∈ (0.5, 1] (Cappé & Moulines 2009).
     shuffle, seed : the order of the rows in each pass, and the start on the first batch.
     reg_covar, init, n_init, e_step : as batch EM (``init`` a string), for the start: a short batch EM on
-        the first batch (module docstring).
+        the first batch, with its own ``n_init`` restarts drawn from ``seed`` (module docstring).
 
     Returns
     -------
     Posterior
         Point estimates as batch EM's. ``trace`` holds each batch's mean log-likelihood per row before its
-        update (noisy: each is a different batch). For an in-memory matrix, ``diagnostics`` also holds the
+        update (noisy: each is a different batch); ``diagnostics["converged"]`` is None (the run is as long as
+        the stream: it has no stopping rule). For an in-memory matrix, ``diagnostics`` also holds the
         log-likelihood of all rows at the final parameters (with AIC/BIC/ICL), ``extras`` their
         responsibilities and the pointwise log-likelihood is set, as batch EM.
 
@@ -279,40 +317,112 @@ def fit_online_em(
     >>> res.mean("means").shape, res.diagnostics["n_iter"]
     ((2, 2), 20)
     """
-    tau0, kappa, reg_covar = _check_online_options(model, tau0, kappa, reg_covar)
-    batch_size, n_passes, seed = check_options(batch_size=batch_size, n_passes=n_passes, seed=seed)
-    if not isinstance(shuffle, bool):
-        raise DataError(f"shuffle must be True or False; got {shuffle!r}.")
-    from latentfs.core.shards import is_dask_array
 
-    values: np.ndarray | None = None
-    names: Any = None
-    batches: Iterable[Any]
-    if is_batch_stream(X):
-        first, batches = chunk_stream(X, n_passes)
-        n_features = int(first.shape[1])
-    elif is_dask_array(X):
-        if X.ndim != 2:
-            raise DataError(f"X must be a 2-D dask array (rows × features); got {X.ndim} dimension(s).")
-        n_features = int(X.shape[1])
-        # each mini-batch of a dask array computed on its own: only one batch is ever in memory
-        batches = row_batches(int(X.shape[0]), batch_size, n_passes, shuffle, seed, lambda rows: X[rows].compute())
-    else:
-        data = model.check_data(X)
-        values, names = data.values, data.feature_names
-        n_features = values.shape[1]
-        rows_of = values
-        batches = row_batches(values.shape[0], batch_size, n_passes, shuffle, seed, lambda rows: rows_of[rows])
-    state = online_em_init(model, n_features, tau0=tau0, kappa=kappa, seed=seed, reg_covar=reg_covar, init=init,
-                           n_init=n_init, e_step=e_step, feature_names=names)
-    for batch in batches:
-        state = partial_fit_state(state, batch)
-    return online_posterior(state, values)
+    method = "online_em"
+    kind = "optimizer"
+    desc = "online EM"
+    options = {
+        "batch_size": Option(1000, _count_option, "int ≥ 1",
+                             "rows per mini-batch when X is a matrix (the first batch gives the start)"),
+        "n_passes": Option(1, _count_option, "int ≥ 1", "passes over a matrix or a list of chunks (an iterator: 1)"),
+        "tau0": Option(1.0, _tau0_option, "float ≥ 0", "τ0 of the step size ρ_t = (τ0 + t)^(−κ)"),
+        "kappa": Option(0.7, _kappa_option, "float in (0.5, 1]", "κ of the step size ρ_t = (τ0 + t)^(−κ)"),
+        "shuffle": Option(True, _shuffle_option, "bool", "a new random order of a matrix's rows each pass"),
+        "seed": shared("seed"),
+        "reg_covar": Option(DEFAULT_REG_COVAR, _reg_covar_option, "float ≥ 0",
+                            "the variance floor, scaled by the first batch's column variances (as batch EM)"),
+        "init": Option(None, _init_option, "str or None",
+                       "'kmeans', 'kmeans++' or 'random': the start of the first batch's short batch EM"),
+        "n_init": Option("auto", _n_init_option, "'auto' or int ≥ 1",
+                         "the restarts of the first batch's short batch EM (as batch EM)"),
+        "e_step": Option("auto", None, "str", "the Gaussian E-step's variant (as batch EM)"),
+    }
+
+    def prepare(self, model: Any, X: Any, o: Options) -> OnlineEMPrep:
+        from latentfs.core.shards import is_dask_array
+
+        _check_online_model(model)
+        values: np.ndarray | None = None
+        names: Any = None
+        batches: Iterable[Any]
+        n_batches: int | None
+        if is_batch_stream(X):
+            n_batches = None if isinstance(X, Iterator) else len(X) * o.n_passes
+            first, batches = chunk_stream(X, o.n_passes)
+            n_features = int(first.shape[1])
+        elif is_dask_array(X):
+            if X.ndim != 2:
+                raise DataError(f"X must be a 2-D dask array (rows × features); got {X.ndim} dimension(s).")
+            n_features, n_rows = int(X.shape[1]), int(X.shape[0])
+            n_batches = o.n_passes * -(-n_rows // o.batch_size)
+            # each mini-batch of a dask array computed on its own: only one batch is ever in memory
+            batches = row_batches(n_rows, o.batch_size, o.n_passes, o.shuffle, o.seed, lambda rows: X[rows].compute())
+        else:
+            data = model.check_data(X)
+            values, names = data.values, data.feature_names
+            n_features = values.shape[1]
+            rows_of = values
+            n_batches = o.n_passes * -(-values.shape[0] // o.batch_size)
+            batches = row_batches(values.shape[0], o.batch_size, o.n_passes, o.shuffle, o.seed,
+                                  lambda rows: rows_of[rows])
+        state = online_em_init(model, n_features, tau0=o.tau0, kappa=o.kappa, seed=o.seed, reg_covar=o.reg_covar,
+                               init=o.init, n_init=o.n_init, e_step=o.e_step, feature_names=names)
+        return OnlineEMPrep(iter(batches), n_batches, state, values)
+
+    def n_starts(self, prep: OnlineEMPrep, o: Options) -> int:
+        return 1  # one pass over a stream; the restarts are the first batch's own (its short batch EM's n_init)
+
+    def max_iter(self, prep: OnlineEMPrep, o: Options) -> int | None:
+        return prep.n_batches  # one step per mini-batch; None: the iterator's end ends the run
+
+    def stop_tol(self, prep: OnlineEMPrep, o: Options) -> float | None:
+        return None  # no stopping rule: each objective is another batch's log-likelihood
+
+    def start(self, prep: OnlineEMPrep, o: Options, gen: torch.Generator, index: int) -> OnlineEMState:
+        # the start is made at the first batch (a short batch EM there, its restarts drawn from the generator of
+        # ``seed`` as partial_fit_state draws them, so a fit and partial_fit over the same batches agree)
+        return prep.state
+
+    def step(self, prep: OnlineEMPrep, o: Options, state: OnlineEMState) -> tuple[OnlineEMState, float]:
+        batch = next(prep.batches, _END)
+        if batch is _END:  # the stream has ended: so does the run
+            raise StreamEnd
+        new = partial_fit_state(state, batch)
+        return new, new.trace[-1]  # the batch's mean log-likelihood at the parameters it was given
+
+    def export(self, prep: OnlineEMPrep, o: Options, outcome: Any) -> Export:
+        dims, coords, fitted, extras, diagnostics, log_lik = _online_sites(outcome.run.state, prep.values)
+        return Export(dims=dims, coords=coords, fitted=fitted, extras=extras, diagnostics=diagnostics,
+                      log_likelihood=log_lik)
+
+
+#: the spec, callable as ``fit_online_em(model, X, **options)`` (the pipeline runs it)
+fit_online_em = register_spec(MixtureOnlineEM(), GaussianMixture, LatentProfile, LatentClass)
 
 
 def online_posterior(state: OnlineEMState, X: Any = None) -> Posterior:
     """The Posterior of a stepwise EM state (point estimates); given the rows ``X`` (an in-memory matrix),
     also their log-likelihood, responsibilities and information criteria at the final parameters."""
+    dims, coords, fitted, extras, diagnostics, log_lik = _online_sites(state, X)
+    return Posterior(
+        model=type(state.model).__name__,
+        method="online_em",
+        dims=dims,
+        coords=coords,
+        trace=np.asarray(state.trace)[None],
+        fitted=fitted,
+        diagnostics={"converged": None, "n_iter": state.n_updates, **diagnostics},
+        log_likelihood=log_lik,
+        extras=extras,
+        hyperparameters=state.model.hyperparameters(),
+    )
+
+
+def _online_sites(state: OnlineEMState, X: Any) -> tuple[
+    dict[str, tuple[str, ...]], dict[str, list[str]], dict[str, Any], dict[str, Any], dict[str, Any], Any
+]:
+    """The result of a stepwise EM state: dims, coords, fitted sites, extras, the engine's diagnostics and the
+    pointwise log-likelihood (given the rows ``X``, else None)."""
     if state.params is None:
         raise DataError("state has seen no mini-batch yet; call partial_fit_state(state, batch) first.")
     model = state.model
@@ -320,8 +430,6 @@ def online_posterior(state: OnlineEMState, X: Any = None) -> Posterior:
     fam = _family(state, empty)
     params = fam.export(state.params)
     diag: dict[str, Any] = {
-        "converged": None,
-        "n_iter": state.n_updates,
         "n_seen": state.n_seen,
         "tau0": state.tau0,
         "kappa": state.kappa,
@@ -341,19 +449,5 @@ def online_posterior(state: OnlineEMState, X: Any = None) -> Posterior:
         diag.update(criteria(ll, n_params, full.n, diag["entropy"]))
         extras["responsibilities"] = np.ascontiguousarray(resp.numpy())
         log_lik = row_ll.numpy()[None, None]
-    return Posterior(
-        model=type(model).__name__,
-        method="online_em",
-        dims=fam.dims(),
-        coords=_coords(fam),
-        trace=np.asarray(state.trace)[None],
-        fitted={k: {"family": "point", "value": val} for k, val in params.items()},
-        diagnostics=diag,
-        log_likelihood=log_lik,
-        extras=extras,
-        hyperparameters=model.hyperparameters(),
-    )
-
-
-for _cls in (GaussianMixture, LatentProfile, LatentClass):
-    register(_cls, "online_em")(fit_online_em)
+    fitted = {k: {"family": "point", "value": val} for k, val in params.items()}
+    return fam.dims(), _coords(fam), fitted, extras, diag, log_lik

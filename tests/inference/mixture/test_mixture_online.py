@@ -13,7 +13,7 @@ from scipy.optimize import linear_sum_assignment
 import latentfs
 from latentfs.core.data import DataError
 from latentfs.inference.mixture import GaussianMixtureClusterer, LatentClassClusterer
-from latentfs.inference.mixture.online import online_em_init, partial_fit_state
+from latentfs.inference.mixture.online import online_em_init, online_posterior, partial_fit_state
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 GAP = 0.01  # nats per row: the online fit's mean log-likelihood may trail batch EM's by at most this
@@ -110,3 +110,41 @@ def test_partial_fit_checks():
     # fit() starts afresh: a later partial_fit begins a new stream
     gm.fit(X)
     assert gm.partial_fit(X[:300]).n_iter_ == 1
+
+
+def test_online_em_is_a_spec_on_the_one_pipeline():
+    """issue 30: fit_online_em is the spec MixtureOnlineEM (still importable and callable under its old name); the
+    run is one step per mini-batch, has no stopping rule (converged None, no warning) and carries the pipeline's
+    run diagnostics."""
+    import warnings
+
+    from latentfs.core import registry
+    from latentfs.inference.mixture.online import MixtureOnlineEM, fit_online_em
+
+    X, _, _ = _planted_gaussian(n=1000, seed=4)
+    for cls in (GaussianMixture, LatentProfile, LatentClass):
+        assert registry.engines()[(cls, "online_em")] is fit_online_em
+    assert isinstance(fit_online_em, MixtureOnlineEM)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = fit_online_em(GaussianMixture(3), X, batch_size=300, n_passes=2, seed=2)
+    d = res.diagnostics
+    assert d["n_iter"] == 8 and d["converged"] is None and d["interrupted"] is False  # 2 passes of 4 batches
+    assert d["seed"] == 2 and d["best_restart"] == 0 and len(d["restart_objectives"]) == 1
+    assert res.trace.shape == (1, 8) and res.extras["n_updates"] == 8 and d["n_seen"] == 2000
+    same = latentfs.fit(GaussianMixture(3), X, method="online_em", batch_size=300, n_passes=2, seed=2)
+    np.testing.assert_array_equal(same.mean("means"), res.mean("means"))
+    with pytest.raises(DataError, match="options \\['max_iter'\\] are not options of method 'online_em'"):
+        latentfs.fit(GaussianMixture(3), X, method="online_em", max_iter=5)
+
+
+def test_a_one_batch_iterator_runs_one_step():
+    """An iterator of one mini-batch: the run reads it, meets the stream's end and stops after exactly one step,
+    with the numbers of one partial_fit_state from the same start."""
+    X, _, _ = _planted_gaussian(n=500, seed=5)
+    res = latentfs.fit(GaussianMixture(3), iter([X]), method="online_em", seed=3)
+    assert res.diagnostics["n_iter"] == 1 and res.trace.shape == (1, 1) and res.extras["n_updates"] == 1
+    assert res.diagnostics["converged"] is None and res.diagnostics["n_seen"] == 500
+    state = partial_fit_state(online_em_init(GaussianMixture(3), 3, seed=3), X)
+    assert res.trace[0, 0] == state.trace[0]
+    np.testing.assert_array_equal(res.mean("means"), online_posterior(state).mean("means"))
