@@ -250,6 +250,9 @@ class Export:
     relabel_also: tuple[str, ...] = ()
     trace: np.ndarray | None = None
     alignment: dict[str, Any] | None = None
+    #: extras computed per chain (running means over a chain's draws), by name → their component axis: relabelled
+    #: with each chain's modal permutation before the pipeline aligns the draws (``Posterior.align``'s rule)
+    chain_extras: dict[str, int] | None = None
 
 
 class EngineSpec:
@@ -283,6 +286,11 @@ class EngineSpec:
     # -- both kinds
     def prepare(self, model: Any, data: Any, o: Options) -> Any:
         raise NotImplementedError
+
+    def is_threadable(self, prep: Any, o: Options) -> bool:
+        """Whether this fit's chains may run in threads (its steps release the GIL in compiled code); default the
+        class's ``threadable``. An engine whose kernels pay for threads only on a large corpus decides here."""
+        return bool(self.threadable)
 
     def export(self, prep: Any, o: Options, outcome: Any) -> Export:
         raise NotImplementedError
@@ -408,7 +416,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
                 lambda state: spec.collect(prep, o, state),
                 num_chains=o.num_chains, num_warmup=o.num_warmup, num_samples=o.num_samples, thin=o.thin,
                 seed=o.seed, device=o.get("device", "cpu"), desc=desc, progress=o.get("progress"),
-                threadable=spec.threadable,
+                threadable=spec.is_threadable(prep, o), memory_budget=o.get("memory_budget"),
             )
             common: dict[str, Any] = {
                 "num_chains": int(outcome.trace.shape[0]),
@@ -459,7 +467,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
     spec.finalize(post, prep, o, outcome)
     if spec.kind == "sampler":
         if ex.relabel is not None:
-            post.align(*ex.relabel, also=ex.relabel_also)
+            post.align(*ex.relabel, also=ex.relabel_also, chain_extras=ex.chain_extras, warn=o.get("warn", True))
         post.check_convergence(spec.checked_sites(prep, o), warn=o.get("warn", True))
         spec.after_align(post, prep, o, outcome)
     return post
