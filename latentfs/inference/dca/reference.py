@@ -373,10 +373,8 @@ class PyroSVI(EngineSpec):
     def describe(self, model_name: str) -> str:
         return f"{model_name} SVI"
 
-    def check_options(self, given: Any, model_name: str) -> Options:
-        o = super().check_options(given, model_name)
-        o["max_iter"] = o.num_steps  # the pipeline's bound on a run's iterations is SVI's step count
-        return o
+    def max_iter(self, prep: _Prep, o: Options) -> int:
+        return int(o.num_steps)  # the pipeline's bound on a run's iterations is SVI's step count
 
     def prepare(self, model: Any, X: Any, o: Options) -> _Prep:
         return _dense(model, X, o.dtype, o.empty_documents)
