@@ -193,11 +193,6 @@ def _names_from(
     return _generated_names(prefix, n)
 
 
-#: The (model, method) pairs whose engines take a ``dask.array.Array`` (README, "Beyond one machine").
-DASK_ENGINES = ("DirichletDCA/GammaPoissonDCA 'vb', DirichletDCA 'online_vb', PLSA 'em'/'tem', FactorAnalysis "
-                "'em'/'map', GaussianMixture/LatentProfile/LatentClass 'em'/'online_em'")
-
-
 def _is_dask(X: Any) -> bool:
     from latentfs.core.shards import is_dask_array
 
@@ -214,9 +209,11 @@ def _to_array_or_sparse(X: Any, name: str, *, masked: str = "error") -> np.ndarr
     if isinstance(X, ContinuousMatrix):
         return X.values
     if _is_dask(X):
+        from latentfs.core.registry import dask_engines  # the engines declare it (EngineSpec.takes_dask)
+
         raise DataError(
             f"{name} is a dask array, but this call works in memory and would gather every chunk into this "
-            f"process. The engines that fit a dask array shard by shard are {DASK_ENGINES}; with another "
+            f"process. The engines that fit a dask array shard by shard are {dask_engines()}; with another "
             f"method pass {name}.compute() if it fits in memory, and for new data apply the fitted estimator "
             f"chunk by chunk ({name}.map_blocks(...))."
         )

@@ -282,6 +282,9 @@ class EngineSpec:
     degenerate_key: str = "collapsed"
     errors: dict[type[BaseException], str] = {}
     threadable: bool = False
+    #: the engine fits a ``dask.array.Array`` shard by shard (its own ``prepare`` reads the shards); the registry
+    #: lists these pairs where a dask array reaches an engine that would gather it (:func:`registry.dask_engines`)
+    takes_dask: bool = False
 
     # -- both kinds
     def prepare(self, model: Any, data: Any, o: Options) -> Any:

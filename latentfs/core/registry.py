@@ -19,7 +19,7 @@ from latentfs.core.parallel import chain_method, check_chain_method, current_cha
 if TYPE_CHECKING:  # what every registered engine returns; imported for the annotation only
     from latentfs.core.results import Posterior
 
-__all__ = ["data_kind", "engines", "fit", "register", "register_spec", "methods_for"]
+__all__ = ["dask_engines", "data_kind", "engines", "fit", "register", "register_spec", "methods_for"]
 
 _ENGINES: dict[tuple[type, str], Callable[..., Any]] = {}
 
@@ -46,6 +46,18 @@ def engines() -> dict[tuple[type, str], Callable[..., Any]]:
     """Every registered ``(model class, method) -> engine``, all families imported (``check_engine`` runs on each)."""
     _load_engines()
     return dict(_ENGINES)
+
+
+def dask_engines() -> str:
+    """The registered (model, method) pairs whose engines fit a dask array shard by shard (``takes_dask``), as a
+    reader lists them: ``"DirichletDCA 'online_vb', 'partially_collapsed', 'vb'; FactorAnalysis 'em', 'map'; ..."``
+    (the message a dask array gets from an engine that works in memory)."""
+    _load_engines()
+    by_model: dict[str, list[str]] = {}
+    for (model_type, method), engine in _ENGINES.items():
+        if getattr(engine, "takes_dask", False):
+            by_model.setdefault(model_type.__name__, []).append(method)
+    return "; ".join(f"{m} " + ", ".join(f"'{x}'" for x in sorted(ms)) for m, ms in sorted(by_model.items()))
 
 
 def is_spec(engine: Any) -> bool:

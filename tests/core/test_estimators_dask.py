@@ -110,3 +110,22 @@ def test_names_are_refused_for_a_dask_array_with_the_remedy():
     names = [f"w{j}" for j in range(Xd.shape[1])]
     with pytest.raises(DataError, match=r"cannot be attached to a dask array X.*result.coords\['feature'\]"):
         latentfs.fit(DirichletDCA(3), Xd, method="vb", feature_names=names)
+
+
+def test_the_dask_engines_message_lists_what_the_engines_declare():
+    # issue 30: core named the dask-capable families in a hand-written string, which missed partially_collapsed;
+    # the list now comes from the registry (EngineSpec.takes_dask)
+    import dask.array as da
+
+    import latentfs
+    from latentfs.core.registry import _ENGINES, _load_engines, dask_engines
+
+    _load_engines()
+    declared = {(m.__name__, meth) for (m, meth), e in _ENGINES.items() if getattr(e, "takes_dask", False)}
+    assert ("DirichletDCA", "partially_collapsed") in declared and ("FactorAnalysis", "map") in declared
+    text = dask_engines()
+    for model, method in declared:
+        assert model in text and f"'{method}'" in text
+    X = da.from_array(np.random.default_rng(0).poisson(1.0, size=(20, 6)).astype(float), chunks=10)
+    with pytest.raises(DataError, match=r"shard by shard are DirichletDCA 'online_vb', 'partially_collapsed', 'vb';"):
+        latentfs.fit(latentfs.DirichletDCA(2), X, method="map")

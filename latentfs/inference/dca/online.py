@@ -292,6 +292,8 @@ class DCAOnlineVB(EngineSpec):
         ``diagnostics["converged"]`` is None (the run is as long as the stream: it has no stopping rule).
     """
 
+    takes_dask = True  # fits a dask array shard by shard
+
     method = "online_vb"
     kind = "optimizer"
     desc = "online VB"

@@ -372,6 +372,8 @@ class PartiallyCollapsed(EngineSpec):
     True
     """
 
+    takes_dask = True  # fits a dask array shard by shard
+
     method = "partially_collapsed"
     kind = "sampler"
     desc = "partially collapsed Gibbs"

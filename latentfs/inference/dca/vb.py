@@ -371,6 +371,8 @@ class DCAVB(EngineSpec):
         objective).
     """
 
+    takes_dask = True  # fits a dask array shard by shard
+
     method = "vb"
     kind = "optimizer"
     desc = "VB"

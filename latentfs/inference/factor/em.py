@@ -268,6 +268,8 @@ class FactorAnalysisEM(EngineSpec):
     True
     """
 
+    takes_dask = True  # fits a dask array shard by shard
+
     kind = "optimizer"
     remedies = "raise max_iter, loosen tol, or standardise the columns"
     options = {

@@ -406,6 +406,8 @@ class MixtureEM(EngineSpec):
     ((2, 2), True)
     """
 
+    takes_dask = True  # fits a dask array shard by shard
+
     method = "em"
     kind = "optimizer"
     desc = "EM"

@@ -318,6 +318,8 @@ class MixtureOnlineEM(EngineSpec):
     ((2, 2), 20)
     """
 
+    takes_dask = True  # fits a dask array shard by shard
+
     method = "online_em"
     kind = "optimizer"
     desc = "online EM"

@@ -411,6 +411,8 @@ class PLSAEM(EngineSpec):
     True
     """
 
+    takes_dask = True  # fits a dask array shard by shard
+
     kind = "optimizer"
     remedies = "raise max_iter, loosen tol, or use n_init > 1"
     options = {
