@@ -27,8 +27,8 @@ values; a ``ConvergenceWarning`` says when the updates had not settled (:class:`
 The engine is an :class:`~latentfs.core.pipeline.EngineSpec` (:class:`DirectGibbs`, also importable as
 ``fit_gibbs``) run by the one pipeline, which owns the chains (``chain_method``), the seed rule, the
 relabelling of the draws and their one R̂/ESS. Chain-level outputs (running means over kept draws, learned
-component-indexed hyperparameters) are then put in the relabelled labels with their chain's permutation
-before chains are averaged (:func:`relabel_chain_outputs`, the spec's ``after_align``).
+component-indexed hyperparameters) are permuted by their chain's modal relabelling in that alignment
+(``Export.chain_extras``) and then averaged over chains (:func:`average_chain_outputs`, ``after_align``).
 
 Gamma and Dirichlet draws are made in log space (Gamma(a) = Gamma(a + 1) · U^{1/a}) so that small
 concentrations such as γ = 0.01 do not underflow in float32 (FIELD_NOTES).
@@ -36,7 +36,6 @@ concentrations such as γ = 0.01 do not underflow in float32 (FIELD_NOTES).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -386,48 +385,14 @@ def _check_log_likelihood(name: str, value: Any) -> bool:
     return bool(value)
 
 
-def relabel_chain_outputs(post: Posterior, averaged: dict[str, int], per_chain: dict[str, int], *,
-                          warn: bool) -> dict[str, np.ndarray]:
-    """Chain-level outputs in ``post.extras`` (arrays shaped (chain, ...): running means over a chain's kept draws,
-    learned component-indexed hyperparameters, their traces), put in the labels of the pipeline's relabelling.
-
-    Called once the pipeline has relabelled the draws (:meth:`EngineSpec.after_align`). Each name maps to its
-    component axis within one chain's array. Each chain's components carry its own labels, so every array is
-    permuted by its chain's modal permutation (that of :meth:`Posterior.align`), with the same warning when more
-    than 5% of a chain's draws were in another labelling; the ``averaged`` ones are then averaged over chains
-    (``post.extras`` holds the averages, which are returned). Without a relabelling (``align=False``, or no
-    ``topic_word`` draws) nothing is permuted and nothing averaged unless there is one chain: averaging components
-    in different label orders would mix them.
-    """
-    from latentfs.core.posterior_align import _SWITCH_TOLERANCE
-    from latentfs.core.relabel import apply_permutations, modal_permutations
-
-    everything = {**averaged, **per_chain}
-    if post.relabel_permutations is not None and post.alignment is not None and everything:
-        modes, switched = modal_permutations(post.relabel_permutations)
-        for name, axis in everything.items():
-            arr = np.asarray(post.extras[name])
-            if arr.shape[0] != len(modes):
-                raise DataError(
-                    f"chain_extras[{name!r}] must have one entry per chain ({len(modes)}); got shape {arr.shape}. "
-                    "Keep per-chain arrays until the result is aligned."
-                )
-            post.extras[name] = apply_permutations(arr[:, None], modes, axis)[:, 0]
-        if warn and float(switched.max()) > _SWITCH_TOLERANCE:
-            from latentfs.core.convergence_warning import ConvergenceWarning  # imports scikit-learn: only to warn
-
-            warnings.warn(
-                f"labels switched within a chain ({float(switched.max()):.0%} of one chain's draws are in "
-                f"another labelling); the chain-level outputs {sorted(everything)} mix components. Store "
-                "the per-draw sites instead (store=...), or run a longer warm-up.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        post.alignment["chain_extras"] = sorted(everything)
+def average_chain_outputs(post: Posterior, names: Any, n_chains: int) -> dict[str, np.ndarray]:
+    """Average the chain-level extras ``names`` (arrays shaped (chain, ...), already in the relabelled labels:
+    ``Export.chain_extras``) over chains, in ``post.extras``; returns the averages. Nothing is averaged when the
+    draws were not relabelled and there are several chains: averaging components in different label orders
+    would mix them."""
     out: dict[str, np.ndarray] = {}
-    n_chains = np.asarray(post.extras[next(iter(everything))]).shape[0] if everything else 1
     if post.alignment is not None or n_chains == 1:
-        for name in averaged:
+        for name in names:
             out[name] = post.extras[name] = np.asarray(post.extras[name]).mean(0)
     return out
 
@@ -458,9 +423,10 @@ class _Prep:
 class DirectGibbs(EngineSpec):
     """Sample a DCA posterior by direct Gibbs (``latentfs.fit(model, X, method="gibbs", ...)``; module docstring).
 
-    Options (besides the chain lengths: 2 chains, 200 warm-up and 200 kept sweeps by default, ``thin``, ``seed``,
-    ``progress``, ``warn``):
-
+    Parameters
+    ----------
+    num_chains, num_warmup, num_samples, thin, seed, progress, warn : the chain lengths (2 chains, 200 warm-up and
+        200 kept sweeps by default) and the shared options.
     dtype : torch.float64 (default) or torch.float32 (faster; sampling stays stable in log space).
     device : where the updates run; every random draw is made on the chain's generator on that device.
     store : sites to keep draws of: ``("topic_word",)`` by default; add the document site
@@ -601,6 +567,7 @@ class DirectGibbs(EngineSpec):
         from latentfs.inference.dca.hyper import check_warmup_learning
 
         model, data, learn = prep.model, prep.data, prep.learn
+        averaged, per_chain = prep.chain_outputs()
         draws = dict(outcome.draws)
         loglik = draws.pop("_loglik", None)
         dims, coords = dims_and_coords(model, data)
@@ -634,6 +601,7 @@ class DirectGibbs(EngineSpec):
             },
             sample_stats={"lp": trace[:, o.num_warmup:][:, o.thin - 1 :: o.thin][:, : outcome.n_draws]},
             relabel=("topic_word", "component") if o.align else None,
+            chain_extras={**averaged, **per_chain},  # permuted by each chain's modal relabelling in the alignment
         )
 
     def finalize(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
@@ -645,12 +613,13 @@ class DirectGibbs(EngineSpec):
                                                        [prep.model] * len(chains), [ch.hyper for ch in chains], o.seed)
 
     def after_align(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
-        """Each chain's running means and learned hyperparameters in the relabelled labels, averaged over chains;
-        the learned values become the result's hyperparameters."""
+        """Each chain's running means and learned hyperparameters, permuted by the chain's modal relabelling
+        (``Export.chain_extras``), averaged over chains; left per chain when the draws were not relabelled
+        (``align=False``, or no ``topic_word`` draws) and there are several chains (their components carry
+        different labels). The learned values become the result's hyperparameters."""
         from latentfs.inference.dca.hyper import with_hyperparameters
 
-        averaged_axes, per_chain_axes = prep.chain_outputs()
-        averaged = relabel_chain_outputs(post, averaged_axes, per_chain_axes, warn=o.warn)
+        averaged = average_chain_outputs(post, prep.chain_outputs()[0], len(outcome.final_states))
         if prep.learn:
             values = {name: averaged.get(name, post.extras[name][0]) for name in prep.learn}
             for name in prep.learn:

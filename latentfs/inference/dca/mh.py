@@ -201,8 +201,8 @@ class MetropolisHastings(EngineSpec):
     """Sample a DirichletDCA (LDA) posterior by Metropolis–Hastings with alias tables
     (``latentfs.fit(model, X, method="mh", ...)``); the chain and its exactness are in the module docstring.
 
-    Options
-    -------
+    Parameters
+    ----------
     num_samples, num_warmup, num_chains, thin : chain lengths, in sweeps, with ``collapsed_gibbs``'s defaults (50,
         100, 2, 1). An MH sweep moves tokens less than a Gibbs sweep, so the same held-out needs more sweeps
         (``benchmarks/results/dca_mh.md``, section 2).
