@@ -67,7 +67,12 @@ pointwise log-likelihood log p(w_(i) | Θ) at every kept draw, with each documen
 
 Layout: the compiled sweeps are in :mod:`.collapsed_kernels`; Table 4 in numpy, the collapsed log joint,
 the corpus, the count state, initialisation and the sweep dispatch in :mod:`.collapsed_state`; this module
-holds the public driver and re-exports the names of both.
+holds the engine, an :class:`~latentfs.core.pipeline.EngineSpec` (:class:`CollapsedGibbs`, also importable and
+callable as ``fit_collapsed_gibbs``) run by the one pipeline, and re-exports the names of both. The pipeline owns
+the chains (``chain_method``: threads under ``"auto"`` when :meth:`CollapsedGibbs.is_threadable` says a sweep is
+long enough), the seed rule, ``memory_budget`` for the kept draws, the relabelling of the draws with each chain's
+running means (``Export.chain_extras``) and the one R̂/ESS; the spec keeps the sweeps, hyperparameter learning,
+the Rao-Blackwellised outputs and the lazy LOO log-likelihood (:mod:`.loo`).
 """
 
 from __future__ import annotations
@@ -81,10 +86,9 @@ import torch
 from scipy.special import digamma
 
 from latentfs.core.data import DataError
-from latentfs.core.driver import run_sampler
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options, shared
 from latentfs.core.random import dirichlet_rows
-from latentfs.core.registry import register
-from latentfs.core.results import Posterior
+from latentfs.core.registry import register_spec
 from latentfs.inference.dca.collapsed_kernels import (
     _count_lgamma,
     _dense_to_lists,
@@ -116,15 +120,13 @@ from latentfs.inference.dca.collapsed_state import (
 )
 from latentfs.inference.dca.common import (
     DCAModel,
-    check_options,
     check_store,
     dims_and_coords,
-    finish_sampler,
     model_groups,
     prepare,
     resolve_model,
 )
-from latentfs.inference.dca.gibbs import sample_doc_latent, theta_sample
+from latentfs.inference.dca.gibbs import average_chain_outputs, sample_doc_latent, theta_sample
 from latentfs.inference.dca.loo import count_constants, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 
@@ -133,6 +135,7 @@ __all__ = [
     "INITS",
     "SWEEPS",
     "CollapsedCorpus",
+    "CollapsedGibbs",
     "CollapsedState",
     "check_invariants",
     "check_token_budget",
@@ -152,7 +155,7 @@ _PRIVATE = (_count_lgamma, _dense_to_lists, _sparse_docs, _sweep_grouped, _sweep
 
 SWEEPS = ("reference", "sparse")
 
-# Defaults of fit_collapsed_gibbs, chosen by measurement (its docstring, "Defaults").
+# Defaults of CollapsedGibbs, chosen by measurement (its docstring, "Defaults").
 NUM_WARMUP = 100
 NUM_SAMPLES = 50
 
@@ -232,7 +235,7 @@ CHAIN_THREADS_WORK = 2_000_000
 
 @dataclass
 class _Chain:
-    """One chain of :func:`fit_collapsed_gibbs`: the sampler state and what the chain accumulates (its
+    """One chain of :class:`CollapsedGibbs`: the sampler state and what the chain accumulates (its
     hyperparameters and the model at them, their per-sweep trace, and the running sums over kept sweeps of
     E[Θ | counts], of c_(i) and of the document site). It all travels with the chain, so chains can run in
     other processes."""
@@ -246,34 +249,58 @@ class _Chain:
     doc_sum: np.ndarray
 
 
-def fit_collapsed_gibbs(
-    model: DCAModel,
-    X: Any,
-    *,
-    num_samples: int = NUM_SAMPLES,
-    num_warmup: int = NUM_WARMUP,
-    num_chains: int = 2,
-    thin: int = 1,
-    seed: int | torch.Generator | None = None,
-    sweep: str = "sparse",
-    init: str = "random",
-    trace: bool = True,
-    empty_documents: str = "error",
-    progress: bool | None = None,
-    store: tuple[str, ...] | None = None,
-    align: bool = True,
-    log_likelihood: bool = True,
-    learn_alpha: bool | None = None,
-    learn_gamma: bool | None = None,
-    warn: bool = True,
-    n_threads: int = 1,
-    memory_budget: float | None = None,
-) -> Posterior:
+def _check_sweep(name: str, value: Any) -> str:
+    if value not in SWEEPS:
+        raise DataError(f"sweep must be one of {list(SWEEPS)}; got {value!r}. Use 'sparse' for speed.")
+    return str(value)
+
+
+def _check_init(name: str, value: Any) -> str:
+    if value not in INITS:
+        raise DataError(f"init must be one of {sorted(INITS)}; got {value!r}. Use 'random' (the default).")
+    return str(value)
+
+
+def _check_n_threads(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise DataError(f"n_threads must be an integer >= 1; got {value!r}. Use 1 (exact) or 2 (two cores).")
+    return int(value)
+
+
+def _check_log_likelihood(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise DataError(f"log_likelihood must be True or False; got {value!r}.")
+    return bool(value)
+
+
+@dataclass(frozen=True)
+class _Prep:
+    """What every chain of one fit shares: the resolved model, the corpus, the starting hyperparameters and what
+    the options decided."""
+
+    model: DCAModel
+    data: Any
+    corpus: CollapsedCorpus
+    hyper0: dict[str, Any]
+    learning: tuple[str, ...]
+    sites: tuple[str, ...]
+    doc_site: str
+    groups: Any
+    lazy_ll: bool
+
+    def t_hyper(self, h: dict[str, Any]) -> dict[str, torch.Tensor]:
+        out = {"alpha": torch.as_tensor(h["alpha"])}
+        if isinstance(self.model, GammaPoissonDCA):
+            out["beta"] = torch.as_tensor(np.asarray(self.model.beta, dtype=np.float64))
+        return out
+
+
+class CollapsedGibbs(EngineSpec):
     """Sample a DCA posterior by collapsed Gibbs (``latentfs.fit(model, X, method="collapsed_gibbs", ...)``).
 
     Parameters
     ----------
-    num_samples, num_warmup, num_chains, thin : chain lengths, in sweeps; chains run one after another.
+    num_samples, num_warmup, num_chains, thin : chain lengths, in sweeps.
         Defaults (2 chains, 100 warm-up + 50 kept sweeps each, α and γ learned during warm-up) were chosen
         by measurement on the benchmark's sim50 corpus (1,800 documents, 270k tokens, 5,000 words, K = 50,
         ``benchmarks/dca_collapsed.py``): one chain started from DirichletDCA(50)'s α = 1/K, γ = 0.5 and
@@ -282,8 +309,8 @@ def fit_collapsed_gibbs(
         γ → 0.011, the planted values being 0.1 and 0.01), so held-out stops improving after ~100 sweeps; the
         whole default fit ended at −6.706, against −6.95 to −7.01 for the previous defaults (200 + 100
         sweeps, γ = 0.5 fixed). Two chains are the fewest that give R̂ (``diagnostics["convergence"]``).
-    seed : int or torch.Generator; each chain gets an independent generator derived from it, which also
-        seeds numba's generator before every sweep (module docstring).
+    seed : int or torch.Generator; each chain gets an independent generator derived from it (the pipeline's seed
+        rule), which also seeds numba's generator before every sweep (module docstring).
     sweep : ``"sparse"`` (SparseLDA buckets, default, fastest) or ``"reference"`` (plain O(K) loop);
         both draw every token from the exact Table 4 conditional. A grouped DirichletDCA (``groups=``)
         always uses its own O(K) sweep, Table 4 with the word factor normalised within the word's group
@@ -295,17 +322,18 @@ def fit_collapsed_gibbs(
     store : sites to keep draws of: ``("topic_word",)`` by default; ``("topic_word", "doc_topic")`` keeps
         the document site's draws too (I·K floats per kept sweep). Its posterior mean is always in
         ``extras``.
-    align : relabel every draw (within and across chains, on ``topic_word``) and permute each chain's running
-        means and learned α by its chain's relabelling before the chains are averaged; ``align=False``
-        keeps chain-level outputs per chain (leading chain axis).
+    align : relabel every draw (within and across chains, by the pipeline on ``topic_word``) and permute each
+        chain's running means and learned α by its chain's relabelling before the chains are averaged;
+        ``align=False`` keeps chain-level outputs per chain (leading chain axis).
     log_likelihood : make log p(w_(i) | Θ) per kept draw and document, the document's latent integrated out
         (:mod:`latentfs.inference.dca.loo`), available as ``post.log_likelihood`` and the ArviZ
         ``log_likelihood`` group (computed on first use; ``False``: none).
     learn_alpha : bool or None
         DirichletDCA only: Minka's fixed point for α on the sweep's counts c_(i) (:func:`minka_alpha_hist`)
         after every warm-up sweep (stochastic EM); each chain keeps the mean of its updates over the second
-        half of warm-up, with the convergence gate and outputs of :func:`latentfs.inference.dca.gibbs.fit_gibbs`.
-        None (default): True for a DirichletDCA, False otherwise.
+        half of warm-up, with the convergence gate and outputs of method ``"gibbs"``
+        (:class:`latentfs.inference.dca.gibbs.DirectGibbs`). None (default): True for a DirichletDCA, False
+        otherwise.
     learn_gamma : bool or None
         Ungrouped models with a symmetric γ: Minka's fixed point for γ on the sweep's word counts N
         (:func:`minka_symmetric_gamma`) after every warm-up sweep, on the same schedule as ``learn_alpha``
@@ -333,15 +361,14 @@ def fit_collapsed_gibbs(
         Bytes allowed for the token arrays and for the kept draws (default: half the memory available);
         over it the fit is refused with a ``DataError`` naming the remedy before anything large is allocated.
 
-    Returns
-    -------
-    Posterior with draws of ``topic_word`` (Θ ~ Dir(γ + N) each kept sweep, one Dirichlet per group when
+    Returns a Posterior with draws of ``topic_word`` (Θ ~ Dir(γ + N) each kept sweep, one Dirichlet per group when
     grouped); ``trace`` is the collapsed log joint per sweep, warm-up included; ``extras`` (relabelled per
     chain, then averaged over chains): ``topic_word_mean`` (K, J), the Rao-Blackwellised E[Θ | counts]
     averaged over the kept sweeps, ``component_counts`` (I, K) the mean c_(i), ``doc_topic_mean`` /
     ``doc_scores_mean`` (I, K) the mean of the document site: of its stored draws when it is stored, else
     the Rao-Blackwellised E[latent | c] averaged over the kept sweeps ((c + α)/(L + Σα) for DM,
-    (c + α)/(1 + β) for GaP).
+    (c + α)/(1 + β) for GaP). The pipeline owns the chains (``chain_method``), the seed rule
+    (``diagnostics["seed"]``), the relabelling and the one R̂/ESS (``diagnostics["convergence"]``).
 
     Examples
     --------
@@ -354,102 +381,126 @@ def fit_collapsed_gibbs(
     >>> post.extras["component_counts"].shape
     (20, 2)
     """
-    from latentfs.inference.dca.hyper import check_learn, check_warmup_learning, warmup_average, with_hyperparameters
 
-    num_samples, num_warmup, num_chains, thin, seed = check_options(
-        num_samples=num_samples, num_warmup=num_warmup, num_chains=num_chains, thin=thin, seed=seed)
-    if sweep not in SWEEPS:
-        raise DataError(f"sweep must be one of {list(SWEEPS)}; got {sweep!r}. Use 'sparse' for speed.")
-    if init not in INITS:
-        raise DataError(f"init must be one of {sorted(INITS)}; got {init!r}. Use 'random' (the default).")
-    if isinstance(n_threads, bool) or not isinstance(n_threads, (int, np.integer)) or n_threads < 1:
-        raise DataError(f"n_threads must be an integer >= 1; got {n_threads!r}. Use 1 (exact) or 2 (two cores).")
-    n_threads = int(n_threads)
-    if n_threads > 1 and (sweep != "sparse" or getattr(model, "groups", None) is not None):
-        raise DataError(
-            f"n_threads={n_threads} needs sweep='sparse' and an ungrouped model; got sweep={sweep!r}"
-            f"{' and a grouped model' if getattr(model, 'groups', None) is not None else ''}. Use n_threads=1."
-        )
-    warm = num_warmup > 0
-    if learn_alpha is None:
-        learn_alpha = warm and isinstance(model, DirichletDCA)
-    if learn_gamma is None:
-        learn_gamma = warm and getattr(model, "groups", None) is None and np.asarray(model.gamma).ndim == 0
-    if (learn_alpha is True or learn_gamma is True) and not warm:
-        raise DataError(
-            f"learning hyperparameters happens during warm-up; got num_warmup={num_warmup!r}. Give num_warmup ≥ 1 "
-            "or pass learn_alpha=False, learn_gamma=False."
-        )
-    learn = check_learn(model, learn_alpha=learn_alpha)
-    if learn and not isinstance(model, DirichletDCA):
-        raise DataError(
-            f"learn_alpha=True with method='collapsed_gibbs' needs a DirichletDCA; got {type(model).__name__}. "
-            "Use method='gibbs' to learn a GammaPoissonDCA's α."
-        )
-    if not isinstance(learn_gamma, (bool, np.bool_)):
-        raise DataError(f"learn_gamma must be True or False; got {learn_gamma!r}.")
-    if learn_gamma and (getattr(model, "groups", None) is not None or np.asarray(model.gamma).ndim > 0):
-        raise DataError(
-            "learn_gamma=True learns one symmetric γ; got a grouped model or a vector γ. Pass a scalar gamma and "
-            "no groups, or drop learn_gamma."
-        )
-    learning = learn + (("gamma",) if learn_gamma else ())
-    data = prepare(X, dtype=torch.float64, empty_documents=empty_documents)
-    model = resolve_model(model, data)
-    corpus = CollapsedCorpus.from_data(data, memory_budget=memory_budget)
-    J, K, I = data.n_features, model.n_components, corpus.n_documents
-    hyper0 = _hyper(model, J)
-    sites = check_store(model, store)
-    doc_site = model.doc_site
-    store_doc = doc_site in sites
-    groups = model_groups(model, data)
-    if not isinstance(log_likelihood, (bool, np.bool_)):
-        raise DataError(f"log_likelihood must be True or False; got {log_likelihood!r}.")
-    lazy_ll = bool(log_likelihood) and "topic_word" in sites
+    method = "collapsed_gibbs"
+    kind = "sampler"
+    desc = "collapsed Gibbs"
+    options = {
+        **chain_options(num_chains=2, num_warmup=NUM_WARMUP, num_samples=NUM_SAMPLES),
+        "sweep": Option("sparse", _check_sweep, "'sparse' or 'reference'",
+                        "the sweep: SparseLDA buckets (fastest) or the plain O(K) loop; the same conditional"),
+        "init": Option("random", _check_init, "'random' or 'sequential'", "the start of every token's component"),
+        "trace": Option(True, None, "bool", "record the collapsed log joint after every sweep (False: NaN)"),
+        "empty_documents": shared("empty_documents"),
+        "store": Option(None, None, "tuple of str or None",
+                        "sites whose draws are kept: ('topic_word',) by default, add the document site for its draws"),
+        "align": Option(True, None, "bool",
+                        "relabel the draws and each chain's running means before chains are averaged"),
+        "log_likelihood": Option(True, _check_log_likelihood, "bool",
+                                 "the pointwise log p(w_(i) | Θ), latents integrated out, computed on first use"),
+        "learn_alpha": Option(None, None, "bool or None",
+                              "learn α (DirichletDCA) during warm-up; None: True for a DirichletDCA"),
+        "learn_gamma": Option(None, None, "bool or None",
+                              "learn a symmetric γ during warm-up; None: True for an ungrouped model with scalar γ"),
+        "n_threads": Option(1, _check_n_threads, "int ≥ 1",
+                            "1: the exact sweep; more: document blocks swept in parallel (AD-LDA, approximate)"),
+        "memory_budget": Option(None, None, "float or None",
+                                "bytes allowed for the token arrays and the kept draws (None: half the memory)"),
+    }
 
-    def t_hyper(h: dict[str, Any]) -> dict[str, torch.Tensor]:
-        out = {"alpha": torch.as_tensor(h["alpha"])}
-        if isinstance(model, GammaPoissonDCA):
-            out["beta"] = torch.as_tensor(np.asarray(model.beta, dtype=np.float64))
-        return out
+    def prepare(self, model: Any, data: Any, o: Options) -> _Prep:
+        from latentfs.inference.dca.hyper import check_learn
 
-    def init_chain(gen: torch.Generator) -> _Chain:
-        h = {**hyper0, "alpha": hyper0["alpha"].copy(), "gamma": hyper0["gamma"].copy()}
-        return _Chain(collapsed_init(model, corpus, J, gen, sweep=sweep, init=init), h, model,
-                      {name: [] for name in learning}, np.zeros((K, J)), np.zeros((I, K)), np.zeros((I, K)))
+        n_threads = o.n_threads
+        grouped = getattr(model, "groups", None) is not None
+        if n_threads > 1 and (o.sweep != "sparse" or grouped):
+            raise DataError(
+                f"n_threads={n_threads} needs sweep='sparse' and an ungrouped model; got sweep={o.sweep!r}"
+                f"{' and a grouped model' if grouped else ''}. Use n_threads=1."
+            )
+        warm = o.num_warmup > 0
+        learn_alpha, learn_gamma = o.learn_alpha, o.learn_gamma
+        if learn_alpha is None:
+            learn_alpha = warm and isinstance(model, DirichletDCA)
+        if learn_gamma is None:
+            learn_gamma = warm and not grouped and np.asarray(model.gamma).ndim == 0
+        if (learn_alpha is True or learn_gamma is True) and not warm:
+            raise DataError(
+                f"learning hyperparameters happens during warm-up; got num_warmup={o.num_warmup!r}. Give "
+                "num_warmup ≥ 1 or pass learn_alpha=False, learn_gamma=False."
+            )
+        learn = check_learn(model, learn_alpha=learn_alpha)
+        if learn and not isinstance(model, DirichletDCA):
+            raise DataError(
+                f"learn_alpha=True with method='collapsed_gibbs' needs a DirichletDCA; got {type(model).__name__}. "
+                "Use method='gibbs' to learn a GammaPoissonDCA's α."
+            )
+        if not isinstance(learn_gamma, (bool, np.bool_)):
+            raise DataError(f"learn_gamma must be True or False; got {learn_gamma!r}.")
+        if learn_gamma and (grouped or np.asarray(model.gamma).ndim > 0):
+            raise DataError(
+                "learn_gamma=True learns one symmetric γ; got a grouped model or a vector γ. Pass a scalar gamma "
+                "and no groups, or drop learn_gamma."
+            )
+        learning = learn + (("gamma",) if learn_gamma else ())
+        dca = prepare(data, dtype=torch.float64, empty_documents=o.empty_documents)
+        model = resolve_model(model, dca)
+        corpus = CollapsedCorpus.from_data(dca, memory_budget=o.memory_budget)
+        sites = tuple(check_store(model, o.store))
+        _kernels()  # numba imported and the kernels bound here, before chains may start in threads
+        return _Prep(model, dca, corpus, _hyper(model, dca.n_features), learning, sites, model.doc_site,
+                     model_groups(model, dca), o.log_likelihood and "topic_word" in sites)
 
-    def learn_step(chain: _Chain) -> None:
+    def hyperparameters(self, model: Any, prep: _Prep, o: Options) -> dict[str, Any]:
+        return dict(prep.model.hyperparameters())
+
+    def is_threadable(self, prep: _Prep, o: Options) -> bool:
+        """Chains in threads under ``chain_method="auto"`` when the sweeps are long enough (tokens × K ≥
+        :data:`CHAIN_THREADS_WORK`) and one chain's sweep is sequential."""
+        return o.n_threads == 1 and float(prep.corpus.lengths.sum()) * prep.model.n_components >= CHAIN_THREADS_WORK
+
+    def init(self, prep: _Prep, o: Options, gen: torch.Generator) -> _Chain:
+        h0 = prep.hyper0
+        J, K, I = prep.data.n_features, prep.model.n_components, prep.corpus.n_documents
+        h = {**h0, "alpha": h0["alpha"].copy(), "gamma": h0["gamma"].copy()}
+        return _Chain(collapsed_init(prep.model, prep.corpus, J, gen, sweep=o.sweep, init=o.init), h, prep.model,
+                      {name: [] for name in prep.learning}, np.zeros((K, J)), np.zeros((I, K)), np.zeros((I, K)))
+
+    def _learn(self, prep: _Prep, o: Options, chain: _Chain) -> None:
+        from latentfs.inference.dca.hyper import warmup_average, with_hyperparameters
+
+        learning, J = prep.learning, prep.data.n_features
         h, traces, state = chain.hyper, chain.hyper_trace, chain.state
         done = len(traces[learning[0]])
-        if done < num_warmup:
+        if done < o.num_warmup:
             if "alpha" in learning:
-                h["alpha"] = np.ascontiguousarray(minka_alpha_hist(h["alpha"], state.doc_counts, corpus.lengths))
+                h["alpha"] = np.ascontiguousarray(minka_alpha_hist(h["alpha"], state.doc_counts, prep.corpus.lengths))
             if "gamma" in learning:
                 g = minka_symmetric_gamma(float(h["gamma"][0]), state.word_counts)
                 h["gamma"] = np.full(J, g)
-        elif done == num_warmup:  # end of warm-up: keep the average of the settled updates
+        elif done == o.num_warmup:  # end of warm-up: keep the average of the settled updates
             if "alpha" in learning:
                 h["alpha"] = np.ascontiguousarray(warmup_average(np.stack(traces["alpha"])))
             if "gamma" in learning:
                 h["gamma"] = np.full(J, float(warmup_average(np.asarray(traces["gamma"]))))
         h["gamma_sum"] = float(h["gamma"].sum())
-        if done <= num_warmup:
+        if done <= o.num_warmup:
             chain.model = with_hyperparameters(
-                model, **{name: (h[name] if name == "alpha" else h["gamma"][0]) for name in learning})
+                prep.model, **{name: (h[name] if name == "alpha" else h["gamma"][0]) for name in learning})
         for name in learning:
             traces[name].append(h[name].copy() if name == "alpha" else float(h["gamma"][0]))
 
-    def step(chain: _Chain, gen: torch.Generator) -> tuple[_Chain, float]:
-        h = chain.hyper
-        chain.state = state = collapsed_step(chain.state, corpus, h, gen, sweep=sweep, n_threads=n_threads)
-        if learning:
-            learn_step(chain)
+    def sample(self, prep: _Prep, o: Options, chain: _Chain, gen: torch.Generator) -> tuple[_Chain, float]:
+        h, corpus = chain.hyper, prep.corpus
+        chain.state = state = collapsed_step(chain.state, corpus, h, gen, sweep=o.sweep, n_threads=o.n_threads)
+        if prep.learning:
+            self._learn(prep, o, chain)
         lp = (collapsed_log_joint(chain.model, state.doc_counts, state.word_counts, corpus.lengths, h["gamma"],
-                                  state=state, word_totals=corpus.word_totals) if trace else math.nan)
+                                  state=state, word_totals=corpus.word_totals) if o.trace else math.nan)
         return chain, lp
 
-    def collect(chain: _Chain) -> dict[str, np.ndarray]:
-        h, state = chain.hyper, chain.state
+    def collect(self, prep: _Prep, o: Options, chain: _Chain) -> dict[str, Any]:
+        h, state, groups = chain.hyper, chain.state, prep.groups
         conc = (state.word_counts.T + h["gamma"][None, :]).astype(np.float64)  # (K, J)
         if groups is None:
             chain.rb_sum += conc / conc.sum(1, keepdims=True)
@@ -461,96 +512,106 @@ def fit_collapsed_gibbs(
             theta = theta_sample(conc_t, groups, state.draw_generator).numpy()
         chain.cc_sum += state.doc_counts
         kept: dict[str, np.ndarray] = {}
-        if "topic_word" in sites:
+        if "topic_word" in prep.sites:
             kept["topic_word"] = theta
-        if store_doc:
+        if prep.doc_site in prep.sites:
             latent = sample_doc_latent(chain.model, torch.from_numpy(state.doc_counts.astype(np.float64)),
-                                       t_hyper(h), state.draw_generator)
+                                       prep.t_hyper(h), state.draw_generator)
             chain.doc_sum += latent.numpy()
-            kept[doc_site] = latent.numpy()
-        if log_likelihood and not lazy_ll:  # Θ is not kept: the marginal of this draw now (chain's labels)
-            kept["_loglik"] = draw_marginal_loglik(chain.model, data, theta, t_hyper(h), seed)
+            kept[prep.doc_site] = latent.numpy()
+        if o.log_likelihood and not prep.lazy_ll:  # Θ is not kept: the marginal of this draw now (chain's labels)
+            kept["_loglik"] = draw_marginal_loglik(chain.model, prep.data, theta, prep.t_hyper(h), o.seed)
         return kept
 
-    _kernels()  # numba imported and the kernels bound here, before chains may start in threads
-    run = run_sampler(
-        init_chain, step, collect, num_chains=num_chains, num_warmup=num_warmup, num_samples=num_samples, thin=thin,
-        seed=seed, desc=f"{type(model).__name__} collapsed Gibbs", progress=progress, memory_budget=memory_budget,
-        threadable=n_threads == 1 and float(corpus.lengths.sum()) * K >= CHAIN_THREADS_WORK,
-    )
-    draws = dict(run.draws)
-    loglik: Any = draws.pop("_loglik", None)
-    chains: list[_Chain] = run.final_states
-    n_chains = len(chains)
-    n_kept = max(run.n_draws, 1)
-    mean_counts = np.stack([ch.cc_sum for ch in chains]) / n_kept
-    if store_doc:
-        doc_mean = np.stack([ch.doc_sum for ch in chains]) / n_kept
-    else:  # Rao-Blackwellised: E[latent | c] is linear in c, so its mean over sweeps is E[latent | mean c]
-        alphas = np.stack([ch.hyper["alpha"] for ch in chains])[:, None, :]
-        if isinstance(model, DirichletDCA):
-            doc_mean = (mean_counts + alphas) / (corpus.lengths[None, :, None] + alphas.sum(-1, keepdims=True))
-        else:
-            doc_mean = (mean_counts + alphas) / (1.0 + np.asarray(model.beta, dtype=np.float64))
-    chain_extras: dict[str, tuple[np.ndarray, int]] = {
-        "topic_word_mean": (np.stack([ch.rb_sum for ch in chains]) / n_kept, 0),
-        "component_counts": (mean_counts, 1),
-        f"{doc_site}_mean": (doc_mean, 1),
-    }
-    per_chain: dict[str, tuple[np.ndarray, int]] = {}
-    drifts: dict[str, float] = {}
-    if learning:
-        steps = min(len(ch.hyper_trace[learning[0]]) for ch in chains)
-        traces = {name: np.array([ch.hyper_trace[name][:steps] for ch in chains]) for name in learning}
-        if "alpha" in learning:
-            chain_extras["alpha"] = (np.stack([ch.hyper["alpha"] for ch in chains]), 0)
-            per_chain["alpha_trace"] = (traces["alpha"], 1)
-        drifts = check_warmup_learning(traces, num_warmup, warn=warn,
-                                       method=f"{type(model).__name__} collapsed Gibbs")
-    dims, coords = dims_and_coords(model, data)
-    post = Posterior(
-        model=type(model).__name__,
-        method="collapsed_gibbs",
-        dims=dims,
-        coords=coords,
-        trace=run.trace,
-        draws=draws,
-        diagnostics={
-            "interrupted": run.interrupted,
-            "num_chains": n_chains,
-            "num_draws": run.n_draws,
-            "num_warmup": num_warmup,
-            "thin": thin,
-            "sweep": "grouped" if groups is not None else sweep,
-            "init": init,
-            "n_threads": n_threads,
-            **({"chain_method": run.chain_method} if run.chain_method != "sequential" else {}),
-            "observation_dim": "document",
-            "stored_sites": list(sites),
-            **({"hyper_drift": drifts} if learning else {}),
-        },
-        log_likelihood=loglik,
-        extras={"kept_documents": data.counts.kept_documents, "doc_lengths": data.counts.doc_lengths},
-        hyperparameters=model.hyperparameters(),
-        sample_stats={"lp": run.trace[:, num_warmup:][:, thin - 1 :: thin][:, : run.n_draws]},
-    )
-    if "gamma" in learning:
-        post.extras["gamma_trace"] = traces["gamma"]
-    if lazy_ll:
-        post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(model, data),
-                                                   [ch.model for ch in chains], [t_hyper(ch.hyper) for ch in chains],
-                                                   seed)
-    averaged = finish_sampler(post, chain_extras=chain_extras, per_chain=per_chain, align=align, warn=warn)
-    if learning:
-        values: dict[str, Any] = {}
-        if "alpha" in learning:
-            values["alpha"] = averaged.get("alpha", post.extras["alpha"][0])
-            post.extras.pop("alpha", None)
-        if "gamma" in learning:
-            values["gamma"] = float(np.mean([ch.hyper["gamma"][0] for ch in chains]))
-        post.hyperparameters = {**with_hyperparameters(model, **values).hyperparameters(), "learned": list(learning)}
-    return post
+    def _chain_outputs(self, prep: _Prep) -> tuple[dict[str, int], dict[str, int]]:
+        """The chain-level extras (name -> component axis within one chain's array): averaged over chains, and
+        kept per chain."""
+        averaged = {"topic_word_mean": 0, "component_counts": 1, f"{prep.doc_site}_mean": 1}
+        if "alpha" in prep.learning:
+            return {**averaged, "alpha": 0}, {"alpha_trace": 1}
+        return averaged, {}
+
+    def export(self, prep: _Prep, o: Options, outcome: Any) -> Export:
+        from latentfs.inference.dca.hyper import check_warmup_learning
+
+        model, data, corpus, learning = prep.model, prep.data, prep.corpus, prep.learning
+        averaged, per_chain = self._chain_outputs(prep)
+        draws = dict(outcome.draws)
+        loglik: Any = draws.pop("_loglik", None)
+        chains: list[_Chain] = outcome.final_states
+        n_kept = max(outcome.n_draws, 1)
+        mean_counts = np.stack([ch.cc_sum for ch in chains]) / n_kept
+        if prep.doc_site in prep.sites:
+            doc_mean = np.stack([ch.doc_sum for ch in chains]) / n_kept
+        else:  # Rao-Blackwellised: E[latent | c] is linear in c, so its mean over sweeps is E[latent | mean c]
+            alphas = np.stack([ch.hyper["alpha"] for ch in chains])[:, None, :]
+            if isinstance(model, DirichletDCA):
+                doc_mean = (mean_counts + alphas) / (corpus.lengths[None, :, None] + alphas.sum(-1, keepdims=True))
+            else:
+                doc_mean = (mean_counts + alphas) / (1.0 + np.asarray(model.beta, dtype=np.float64))
+        extras: dict[str, Any] = {
+            "kept_documents": data.counts.kept_documents,
+            "doc_lengths": data.counts.doc_lengths,
+            "topic_word_mean": np.stack([ch.rb_sum for ch in chains]) / n_kept,
+            "component_counts": mean_counts,
+            f"{prep.doc_site}_mean": doc_mean,
+        }
+        drifts: dict[str, float] = {}
+        if learning:
+            steps = min(len(ch.hyper_trace[learning[0]]) for ch in chains)
+            traces = {name: np.array([ch.hyper_trace[name][:steps] for ch in chains]) for name in learning}
+            if "alpha" in learning:
+                extras["alpha"] = np.stack([ch.hyper["alpha"] for ch in chains])
+                extras["alpha_trace"] = traces["alpha"]
+            drifts = check_warmup_learning(traces, o.num_warmup, warn=o.warn,
+                                           method=f"{type(model).__name__} collapsed Gibbs")
+            if "gamma" in learning:
+                extras["gamma_trace"] = traces["gamma"]
+        dims, coords = dims_and_coords(model, data)
+        trace = outcome.trace
+        return Export(
+            dims=dims, coords=coords, draws=draws, extras=extras, log_likelihood=loglik,
+            diagnostics={
+                "num_warmup": o.num_warmup,
+                "thin": o.thin,
+                "sweep": "grouped" if prep.groups is not None else o.sweep,
+                "init": o.init,
+                "n_threads": o.n_threads,
+                **({"chain_method": outcome.chain_method} if outcome.chain_method != "sequential" else {}),
+                "observation_dim": "document",
+                "stored_sites": list(prep.sites),
+                **({"hyper_drift": drifts} if learning else {}),
+            },
+            sample_stats={"lp": trace[:, o.num_warmup:][:, o.thin - 1 :: o.thin][:, : outcome.n_draws]},
+            relabel=("topic_word", "component") if o.align else None,
+            chain_extras={**averaged, **per_chain},  # permuted by each chain's modal relabelling in the alignment
+        )
+
+    def finalize(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
+        """The pointwise log-likelihood of every kept Θ draw, computed on first use (each in its chain's labels,
+        at its chain's hyperparameters)."""
+        if prep.lazy_ll:
+            chains, data = outcome.final_states, prep.data
+            post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(prep.model, data),
+                                                       [ch.model for ch in chains],
+                                                       [prep.t_hyper(ch.hyper) for ch in chains], o.seed)
+
+    def after_align(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
+        """Each chain's running means and learned α, permuted by the chain's modal relabelling
+        (``Export.chain_extras``), averaged over chains (per chain when not relabelled, :func:`~latentfs.inference.
+        dca.gibbs.average_chain_outputs`); the learned values become the result's hyperparameters."""
+        from latentfs.inference.dca.hyper import with_hyperparameters
+
+        averaged = average_chain_outputs(post, self._chain_outputs(prep)[0], len(outcome.final_states))
+        if prep.learning:
+            values: dict[str, Any] = {}
+            if "alpha" in prep.learning:
+                values["alpha"] = averaged.get("alpha", post.extras["alpha"][0])
+                post.extras.pop("alpha", None)
+            if "gamma" in prep.learning:
+                values["gamma"] = float(np.mean([ch.hyper["gamma"][0] for ch in outcome.final_states]))
+            post.hyperparameters = {**with_hyperparameters(prep.model, **values).hyperparameters(),
+                                    "learned": list(prep.learning)}
 
 
-register(DirichletDCA, "collapsed_gibbs")(fit_collapsed_gibbs)
-register(GammaPoissonDCA, "collapsed_gibbs")(fit_collapsed_gibbs)
+fit_collapsed_gibbs = register_spec(CollapsedGibbs(), DirichletDCA, GammaPoissonDCA)

@@ -55,7 +55,7 @@ def test_defaults_learn_alpha_and_gamma_and_record_it():
     gamma = post.hyperparameters["gamma"]
     # The default start is γ = 1/K; the planted value 0.05 is found within a factor of 2.
     assert 0.025 < gamma < 0.1
-    assert post.extras["gamma_trace"].shape == (2, post.diagnostics["num_warmup"] + post.diagnostics["num_draws"])
+    assert post.extras["gamma_trace"].shape == (2, post.diagnostics["num_warmup"] + post.diagnostics["num_samples"])
     fixed = latentfs.fit(latentfs.DirichletDCA(3), X, method="collapsed_gibbs", seed=0, warn=False,
                          learn_alpha=False, learn_gamma=False, num_warmup=20, num_samples=5)
     assert "learned" not in fixed.hyperparameters and fixed.hyperparameters["gamma"] == 1 / 3
