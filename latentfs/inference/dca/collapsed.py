@@ -83,7 +83,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.special import digamma
 
 from latentfs.core.data import DataError
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, chain_options, shared
@@ -127,6 +126,11 @@ from latentfs.inference.dca.common import (
     resolve_model,
 )
 from latentfs.inference.dca.gibbs import average_chain_outputs, sample_doc_latent, theta_sample
+from latentfs.inference.dca.hyper import (  # noqa: F401 - re-exported: they lived here
+    _digamma_diff,
+    minka_alpha_hist,
+    minka_symmetric_gamma,
+)
 from latentfs.inference.dca.loo import count_constants, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 
@@ -158,73 +162,6 @@ SWEEPS = ("reference", "sparse")
 # Defaults of CollapsedGibbs, chosen by measurement (its docstring, "Defaults").
 NUM_WARMUP = 100
 NUM_SAMPLES = 50
-
-
-# ----------------------------------------------------------------------------- hyperparameter learning
-def _digamma_diff(values: np.ndarray, weights: np.ndarray, a: Any) -> np.ndarray:
-    """Σ_n weights[n] [ψ(values[n] + a) − ψ(a)], broadcast over a's trailing axes."""
-    return (weights * (digamma(values + a) - digamma(a))).sum(0)
-
-
-def minka_symmetric_gamma(
-    gamma: float, word_counts: np.ndarray, *, max_iter: int = 100, tol: float = 1e-8, floor: float = 1e-6
-) -> float:
-    """Minka's fixed point for a symmetric Dirichlet γ of the K topic–word distributions, from counts N (J, K).
-
-    γ ← γ · Σ_{j,k} [ψ(N_jk + γ) − ψ(γ)] / (J · Σ_k [ψ(N_k + Jγ) − ψ(Jγ)]) (Minka 2000, "Estimating a
-    Dirichlet distribution", eq. 55 with a symmetric parameter; Wallach, Mimno & McCallum 2009, "Rethinking
-    LDA: why priors matter"). The sums run over a histogram of the non-zero counts (entries with N_jk = 0
-    contribute 0), so one iteration costs O(#distinct counts), not O(J·K).
-    """
-    n = np.asarray(word_counts)
-    J = n.shape[0]
-    hist = np.bincount(n.ravel().astype(np.int64))
-    values = np.nonzero(hist[1:])[0] + 1
-    weights = hist[values].astype(np.float64)
-    values = values.astype(np.float64)
-    nk = n.sum(0).astype(np.float64)
-    g = float(gamma)
-    for _ in range(max_iter):
-        num = float(_digamma_diff(values, weights, np.float64(g)))
-        den = J * float((digamma(nk + J * g) - digamma(J * g)).sum())
-        new = max(g * num / den, floor) if den > 0 else g
-        done = abs(new - g) <= tol * g
-        g = new
-        if done:
-            break
-    return g
-
-
-def minka_alpha_hist(alpha: np.ndarray, doc_counts: np.ndarray, lengths: np.ndarray, *, max_iter: int = 200,
-                     tol: float = 1e-10, floor: float = 1e-10) -> np.ndarray:
-    """Minka's fixed point for the document Dirichlet α from the counts c (I, K), by count histograms.
-
-    The same fixed point as :func:`latentfs.inference.dca.hyper.minka_alpha`,
-    α_k ← α_k Σ_i [ψ(c_ik + α_k) − ψ(α_k)] / Σ_i [ψ(L_i + Σα) − ψ(Σα)]. For integer counts each digamma
-    difference is a sum, ψ(c + a) − ψ(a) = Σ_{m<c} 1/(a + m), so Σ_i [ψ(c_ik + α_k) − ψ(α_k)] =
-    Σ_m #{i : c_ik > m} / (α_k + m) (Wallach 2008, "Structured topic models for language", §2.4): an iteration
-    costs O(K · max c) divisions and no digamma. Documents with L_i = 0 add 0 to both sums.
-    """
-    c = np.asarray(doc_counts)
-    K = c.shape[1]
-    top = int(c.max(initial=0))
-    index = np.dtype(np.int32 if (top + 1) * K < 2**31 else np.int64)  # int64 broadcasting is ~20x slower here
-    cells: np.ndarray = c.astype(index, copy=False) * K + np.arange(K, dtype=index)
-    hist = np.bincount(cells.ravel(), minlength=(top + 1) * K).reshape(top + 1, K)
-    above = np.cumsum(hist[::-1], 0)[::-1][1:].astype(np.float64)  # above[m, k] = #{i : c_ik > m}
-    steps = np.arange(top, dtype=np.float64)[:, None]
-    length_above = np.cumsum(np.bincount(np.asarray(lengths).astype(np.int64))[::-1])[::-1][1:].astype(np.float64)
-    length_steps = np.arange(length_above.size, dtype=np.float64)
-    a = np.asarray(alpha, dtype=np.float64).copy()
-    for _ in range(max_iter):
-        num = (above / (steps + a)).sum(0)
-        den = float((length_above / (length_steps + a.sum())).sum())
-        new = np.maximum(a * num / den, floor)
-        done = bool((np.abs(new - a) <= tol * a).all())
-        a = new
-        if done:
-            break
-    return a
 
 
 # ----------------------------------------------------------------------------- driver
