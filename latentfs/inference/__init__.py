@@ -4,11 +4,11 @@
 :mod:`~latentfs.inference.hdda`.
 
 Each family folder holds its engines (each an :class:`~latentfs.core.pipeline.EngineSpec` registered with
-``register_spec(Spec(), ModelClass, ...)`` from :mod:`latentfs.core.registry`, run by the one pipeline), its transforms of new data, its hyperparameter code, its estimators and its
-feature weights. :func:`latentfs.fit` imports a built-in model's own family (its engines register on
-import); :func:`load_all` imports every family package found here, so engines are found without a hand-kept
-list. Importing this package alone imports no family. The shared machinery (data, drivers, results,
-relabelling) is in :mod:`latentfs.core`.
+``register_spec(Spec(), ModelClass, ...)`` from :mod:`latentfs.core.registry`, run by the one pipeline), its
+transforms of new data, its hyperparameter code, its estimators and its feature weights. :func:`latentfs.fit`
+imports a built-in model's own family (its engines register on import); :func:`load_all` imports every family
+package found here, so engines are found without a hand-kept list. Importing this package alone imports no
+family. The shared machinery (data, drivers, results, relabelling) is in :mod:`latentfs.core`.
 """
 
 import importlib
