@@ -22,7 +22,8 @@ Engine checks
     option schema (unknown names, wrong types), the seed rule (same seed same numbers, the seed recorded, a
     ``seed=None`` fit refitted exactly from the recorded seed), Ctrl-C (engines with a ``callback``: what was
     computed comes back, flagged, with one warning), the result contract with save/load, the one diagnostics
-    vocabulary, and for samplers one R̂ (``summary()`` prints the number ``diagnostics`` holds).
+    vocabulary, and for samplers one R̂ (``summary()`` prints the number ``diagnostics`` holds) and the joint
+    relabelling (:func:`check_planted_switch`: a label switch planted in one chain is undone on every site).
 
 Estimator checks
     :func:`check_estimator` — scikit-learn's ``check_estimator`` with the rule that no check may be
@@ -44,6 +45,7 @@ __all__ = [
     "check_engine",
     "check_estimator",
     "check_interruptible",
+    "check_planted_switch",
     "check_reproducible",
     "check_result_contract",
     "chi2_test",
@@ -331,6 +333,51 @@ def _fuzz_values(default: Any) -> list[Any]:
     return []
 
 
+def check_planted_switch(result: Any, where: str = "result") -> None:
+    """A sampler's relabelling undoes a label switch planted in its first chain, on every site jointly.
+
+    For a result whose draws were relabelled by permutation (``result.alignment`` with ``permutations``; at
+    least two chains and two components), a copy has the first chain's components rotated by one on every axis
+    the alignment permutes (its ``dim`` and ``also`` dims, in every stored site: a genuine relabelling of that
+    chain) and is aligned again. The chains must then agree as closely as before, site by site: a site left out of
+    the joint relabelling, or permuted on one axis only, leaves the first chain's means apart from the others'.
+    """
+    import copy
+
+    info = result.alignment
+    if not result.is_sampled or info is None or "permutations" not in info or result.trace.shape[0] < 2:
+        return
+    dim, also = info["dim"], tuple(info.get("also", ()))
+    axes = {s: [ax for ax, name in enumerate(result.dims.get(s, ())) if name == dim or name in also]
+            for s in result.sites}
+    k = next((result.samples(s).shape[2 + ax[0]] for s, ax in axes.items() if ax), 0)
+    if k < 2:
+        return
+
+    def spread(post: Any) -> dict[str, float]:  # the largest gap between a chain's mean and the first chain's
+        out = {}
+        for s, ax in axes.items():
+            if ax:
+                m = np.nanmean(post.samples(s), axis=1)
+                out[s] = float(np.nanmax(np.abs(m[1:] - m[:1])))
+        return out
+
+    before = spread(result)
+    planted = copy.deepcopy(result)
+    roll = np.roll(np.arange(k), 1)
+    for s, ax in axes.items():
+        chain0 = planted._draws[s][0]  # (draw, ...site axes): a view, written in place
+        for a in ax:
+            chain0[...] = np.take(chain0, roll, axis=1 + a)
+    planted.align(info["site"], dim, also=also, warn=False)
+    after = spread(planted)
+    for s, gap in after.items():
+        scale = float(np.nanmax(np.abs(result.samples(s)))) or 1.0
+        if not gap <= before[s] + 1e-8 * scale:
+            raise AssertionError(f"{where}: a label switch planted in chain 0 is not undone on site {s!r} (chains "
+                                 f"{gap:.3g} apart after relabelling, {before[s]:.3g} before).")
+
+
 def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> Any:
     """The engine-level conformance checks of ``latentfs.fit(model, data, method=method)`` (module docstring);
     ``data`` defaults to :func:`tiny_data`. Raises AssertionError naming what failed; returns the first fit."""
@@ -403,6 +450,8 @@ def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> A
         check_interruptible(lambda callback: latentfs.fit(model, data, method=method,
                                                           **{**opts, **longer, "seed": 3, "callback": callback}),
                             stop_at=stop_at)
+    # relabelling: a label switch planted in one chain is undone on every component-indexed site jointly
+    check_planted_switch(first, where)
     # the result contract, save/load included
     check_result_contract(first)
     # one diagnostics vocabulary

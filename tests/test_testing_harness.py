@@ -154,3 +154,26 @@ def test_every_test_has_exactly_one_tier():
     total = count("not docs")
     tiers = [count(t) for t in ("exact", "statistical", "recovery")]
     assert sum(tiers) == total and all(n > 0 for n in tiers), (tiers, total)
+
+
+def test_the_planted_switch_check_catches_a_relabelling_that_misses_a_site(monkeypatch):
+    # issue 30 item 4: check_engine plants a label switch in chain 0 and needs every component-indexed site
+    # (transition matrices on both axes included) relabelled back; here it passes on an HMM Gibbs fit, and fails
+    # when the relabelling does nothing or forgets the transition matrix's destination axis
+    import latentfs
+    from latentfs.core.posterior_align import AlignMixin
+    from latentfs.testing import check_planted_switch, tiny_data
+
+    model = latentfs.CategoricalHMM(2)
+    data, needed = tiny_data(model)
+    post = latentfs.fit(model, data, method="gibbs", seed=0, num_chains=2, num_warmup=30, num_samples=30,
+                        warn=False, **needed)
+    assert post.alignment is not None and post.alignment["also"]  # the transition matrix's destination axis
+    check_planted_switch(post)
+    original = AlignMixin.align
+    monkeypatch.setattr(AlignMixin, "align", lambda self, *a, **k: self)
+    with pytest.raises(AssertionError, match="planted in chain 0 is not undone"):
+        check_planted_switch(post)
+    monkeypatch.setattr(AlignMixin, "align", lambda self, site, dim, also=(), **k: original(self, site, dim))
+    with pytest.raises(AssertionError, match="not undone on site '(transmat|emission_probs|start_probs)'"):
+        check_planted_switch(post)

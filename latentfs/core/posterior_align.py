@@ -97,6 +97,7 @@ class AlignMixin:
             "site": site,
             "matched_on": list(matched),
             "dim": component_dim,
+            "also": list(also),
             "iterations": int(iterations),
             "permutations": [m.tolist() for m in modes],
             "switch_share": switched.tolist(),
