@@ -32,12 +32,25 @@ from latentfs.cli_input import check_file, fail, handle_empty_documents, note, r
 __all__ = ["main", "build_parser"]
 
 _MODELS = {"dirichlet": "DirichletDCA", "gap": "GammaPoissonDCA"}
-# which engines run for how long under which option name; the rest of their options keep their defaults
-_OPTIMISERS = {"vb", "map", "nmf_kl", "plsi_em"}
-_SAMPLERS = {"gibbs", "collapsed_gibbs", "nuts"}
-_ITERATIONS = {"svi": ("num_steps", 2000), "online_vb": ("n_passes", 1)}  # other engines' --iterations
-_NO_PROGRESS = {"online_vb"}  # engines without a progress bar option
-_ON_DEVICE = {"vb", "map", "nmf_kl", "plsi_em", "gibbs", "online_vb"}  # engines that take device=
+# How long an engine runs from the command line: samplers (an engine spec of kind "sampler") take --iterations as
+# their warm-up and --samples / --chains; engines with max_iter take --iterations as it; these two name their length
+# otherwise. Which engine is which, and which take progress= and device=, comes from the registry (_Engine).
+_ITERATIONS = {"svi": ("num_steps", 2000), "online_vb": ("n_passes", 1)}
+
+
+class _Engine:
+    """What the command line needs to know of the engine registered for ``method`` on ``model``."""
+
+    def __init__(self, model: Any, method: str) -> None:
+        from latentfs.core.registry import engine_for, engine_options, methods_for
+
+        engine = engine_for(model, method)
+        self.options = set(engine_options(engine) or [])
+        self.sampler = getattr(engine, "kind", "") == "sampler"
+        self.samplers = sorted(m for m in methods_for(model)
+                               if getattr(engine_for(model, m), "kind", "") == "sampler")
+        self.on_device = sorted(m for m in methods_for(model)
+                                if "device" in (engine_options(engine_for(model, m)) or []))
 
 
 def _threads() -> None:
@@ -234,35 +247,36 @@ def _output_path(value: str, source: Path) -> Path:
     return target
 
 
-def _engine_options(args: argparse.Namespace) -> dict[str, Any]:
+def _engine_options(args: argparse.Namespace, model: Any) -> dict[str, Any]:
     from latentfs.core.data import check_device, check_int, check_seed
 
     method = args.method
+    engine = _Engine(model, method)
     options: dict[str, Any] = {"seed": check_seed(args.seed, name="--seed")}
-    if method not in _NO_PROGRESS:
+    if "progress" in engine.options:
         options["progress"] = not args.quiet
-    if method not in _SAMPLERS:
+    if not engine.sampler:
         for flag, value in (("--samples", args.samples), ("--chains", args.chains)):
             if value is not None:
-                fail(f"{flag} applies to the samplers ({', '.join(sorted(_SAMPLERS))}); --method {method} is not "
+                fail(f"{flag} applies to the samplers ({', '.join(engine.samplers)}); --method {method} is not "
                       f"one. Drop {flag}.")
     iterations = None if args.iterations is None else check_int("--iterations", args.iterations, low=1)
-    if method in _OPTIMISERS:
-        options["max_iter"] = 500 if iterations is None else iterations
-    elif method in _SAMPLERS:
+    if method in _ITERATIONS:
+        options[_ITERATIONS[method][0]] = _ITERATIONS[method][1] if iterations is None else iterations
+    elif engine.sampler:
         options["num_warmup"] = 500 if iterations is None else iterations
         options["num_samples"] = check_int("--samples", 200 if args.samples is None else args.samples, low=1)
         options["num_chains"] = check_int("--chains", 2 if args.chains is None else args.chains, low=1)
-    elif method in _ITERATIONS:
-        options[_ITERATIONS[method][0]] = _ITERATIONS[method][1] if iterations is None else iterations
+    elif "max_iter" in engine.options:
+        options["max_iter"] = 500 if iterations is None else iterations
     elif iterations is not None:
         fail(f"--iterations is not an option of --method {method} from the command line; drop it (the engine's "
               "default is used).")
     device = check_device(args.device, name="--device")
     if device.type != "cpu":
-        if method not in _ON_DEVICE:
+        if "device" not in engine.options:
             fail(f"--device {args.device}: --method {method} runs on the CPU only; drop --device, or use one of "
-                  f"{sorted(_ON_DEVICE)}.")
+                  f"{engine.on_device}.")
         options["device"] = device
     return options
 
@@ -306,7 +320,7 @@ def fit_command(args: argparse.Namespace) -> int:
     path = Path(args.file)
     check_file(path)  # before the model, whose engines take seconds to import
     model = _model(args)
-    options = _engine_options(args)
+    options = _engine_options(args, model)
     output = _output_path(args.output, path)
     _threads()
     counts = handle_empty_documents(read_counts(path, args), path, args.empty_documents)

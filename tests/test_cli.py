@@ -258,7 +258,8 @@ def test_unreadable_inputs(tmp_path, capsys):
         (["--beta", "1"], r"--beta is the Gamma-Poisson rate; it applies to --model gap only"),
         (["--seed", "-1"], r"--seed must be an int ≥ 0, .*; got -1\. Pass a non-negative integer"),
         (["--iterations", "0"], r"--iterations must be an integer ≥ 1; got 0"),
-        (["--samples", "10"], r"--samples applies to the samplers \(collapsed_gibbs, gibbs, nuts\); --method vb"),
+        (["--samples", "10"], r"--samples applies to the samplers \(collapsed_gibbs, gibbs, mh, nuts, "
+                              r"partially_collapsed\); --method vb"),
         (["--device", "gpu0"], r"--device must be a torch device name such as 'cpu', 'cuda' or 'cuda:0'; got 'gpu0'"),
         (["--device", "meta"], r"--device must be a device that holds data; got 'meta'"),
         # a CPU build says CUDA is missing; a GPU machine says this engine runs on the CPU only
@@ -275,6 +276,18 @@ def test_bad_options(files, capsys, args, pattern):
     runner = run if "--device" in args and "cuda" in args else lambda *a: call(capsys, *a)
     rc, _, err = runner("fit", files / "c.mtx", "-k", "2", "--iterations", "5", "--quiet", *args)
     one_line_error(rc, err, pattern)
+
+
+@pytest.mark.parametrize("method", ["mh", "partially_collapsed"])
+def test_every_registered_sampler_takes_samples_and_chains(files, capsys, tmp_path, method):
+    # the command line's list of samplers was written by hand and missed mh and partially_collapsed, which refused
+    # --samples as "not a sampler"; which engine samples now comes from the registry
+    out = tmp_path / f"{method}.npz"
+    rc, _, err = call(capsys, "fit", files / "c.mtx", "-k", "2", "--iterations", "5", "--samples", "4", "--chains",
+                      "2", "--quiet", "--method", method, "--output", out)
+    assert rc == 0, err
+    post = latentfs.Posterior.load(out)
+    assert post.is_sampled and post.samples("topic_word").shape[:2] == (2, 4)
 
 
 def test_argparse_errors_are_one_line_too(files, capsys):

@@ -19,7 +19,7 @@ from latentfs.core.parallel import chain_method, check_chain_method, current_cha
 if TYPE_CHECKING:  # what every registered engine returns; imported for the annotation only
     from latentfs.core.results import Posterior
 
-__all__ = ["dask_engines", "data_kind", "engines", "fit", "register", "register_spec", "methods_for"]
+__all__ = ["dask_engines", "data_kind", "engine_for", "engines", "fit", "register", "register_spec", "methods_for"]
 
 _ENGINES: dict[tuple[type, str], Callable[..., Any]] = {}
 
@@ -63,6 +63,13 @@ def dask_engines() -> str:
 def is_spec(engine: Any) -> bool:
     """Whether ``engine`` is a declarative spec run by the pipeline (not an engine entry function)."""
     return hasattr(engine, "check_options") and isinstance(getattr(engine, "options", None), dict)
+
+
+def engine_for(model: Any, method: str) -> Any:
+    """The engine registered for ``method`` on ``model``'s class (or its nearest base), or None."""
+    _load_engines(model)
+    mro = type(model).__mro__ if not isinstance(model, type) else model.__mro__
+    return next((_ENGINES[(cls, method)] for cls in mro if (cls, method) in _ENGINES), None)
 
 
 def methods_for(model: Any) -> list[str]:
