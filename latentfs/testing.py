@@ -23,7 +23,8 @@ Engine checks
     ``seed=None`` fit refitted exactly from the recorded seed), Ctrl-C (engines with a ``callback``: what was
     computed comes back, flagged, with one warning), the result contract with save/load, the one diagnostics
     vocabulary, and for samplers one R̂ (``summary()`` prints the number ``diagnostics`` holds) and the joint
-    relabelling (:func:`check_planted_switch`: a label switch planted in one chain is undone on every site).
+    relabelling (:func:`check_planted_switch`: a label switch planted in one chain is undone on every site); an
+    engine that declares ``affine_equivariant`` fits a·X + b along the path of X (:func:`check_affine`).
 
 Estimator checks
     :func:`check_estimator` — scikit-learn's ``check_estimator`` with the rule that no check may be
@@ -43,6 +44,7 @@ import numpy as np
 
 __all__ = [
     "check_engine",
+    "check_affine",
     "check_estimator",
     "check_interruptible",
     "check_planted_switch",
@@ -378,6 +380,27 @@ def check_planted_switch(result: Any, where: str = "result") -> None:
                                  f"{gap:.3g} apart after relabelling, {before[s]:.3g} before).")
 
 
+def check_affine(fit: Callable[[Any], Any], data: Any, where: str = "fit", a: float = 10.0, b: float = 3.0) -> None:
+    """``fit(a·X + b)`` follows ``fit(X)``'s path: as many iterations, and every iteration's objective shifted by
+    the same constant (the Jacobian of the map), to 1e-8 of the objective's size. ``data`` is an array or a list of
+    arrays (sequences); integer-valued data (codes, counts) are not continuous observations and are not checked."""
+    arrays = list(data) if isinstance(data, (list, tuple)) else [data]
+    values = [np.asarray(x) for x in arrays]
+    if not all(np.issubdtype(v.dtype, np.floating) and not np.all(np.mod(v[np.isfinite(v)], 1) == 0) for v in values):
+        return  # integer-valued data are codes or counts, not continuous observations
+    moved = [a * np.asarray(x, dtype=np.float64) + b for x in arrays]
+    base, other = fit(data), fit(moved if isinstance(data, (list, tuple)) else moved[0])
+    t0, t1 = np.asarray(base.trace, dtype=np.float64).ravel(), np.asarray(other.trace, dtype=np.float64).ravel()
+    if t0.size != t1.size:
+        raise AssertionError(f"{where}: a fit of {a:g}·X + {b:g} ran {t1.size} iterations where the fit of X ran "
+                             f"{t0.size}.")
+    shift = t0 - t1
+    spread = float(np.ptp(shift)) if shift.size else 0.0
+    if not spread <= 1e-8 * max(float(np.abs(t0).max()), 1.0):
+        raise AssertionError(f"{where}: the fit of {a:g}·X + {b:g} leaves the path of the fit of X (the objective's "
+                             f"shift varies by {spread:.3g} over the iterations; it should be one constant).")
+
+
 def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> Any:
     """The engine-level conformance checks of ``latentfs.fit(model, data, method=method)`` (module docstring);
     ``data`` defaults to :func:`tiny_data`. Raises AssertionError naming what failed; returns the first fit."""
@@ -452,6 +475,15 @@ def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> A
                             stop_at=stop_at)
     # relabelling: a label switch planted in one chain is undone on every component-indexed site jointly
     check_planted_switch(first, where)
+    # equivariance: an engine that declares it fits a·X + b along the path it fits X
+    if getattr(engine, "affine_equivariant", False):
+        short = {"max_iter": 3, "tol": 0.0} if {"max_iter", "tol"} <= set(valid) else {}
+        def fit_on(X: Any) -> Any:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return latentfs.fit(model, X, method=method, **{**opts, "seed": 3, **short})
+
+        check_affine(fit_on, data, where)
     # the result contract, save/load included
     check_result_contract(first)
     # one diagnostics vocabulary

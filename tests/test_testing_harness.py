@@ -177,3 +177,21 @@ def test_the_planted_switch_check_catches_a_relabelling_that_misses_a_site(monke
     monkeypatch.setattr(AlignMixin, "align", lambda self, site, dim, also=(), **k: original(self, site, dim))
     with pytest.raises(AssertionError, match="not undone on site '(transmat|emission_probs|start_probs)'"):
         check_planted_switch(post)
+
+
+def test_the_affine_check_tells_an_equivariant_path_from_one_that_is_not():
+    # issue 30 item 4: check_engine holds engines that declare affine_equivariant to the same path for a·X + b.
+    # Gaussian-mixture EM is on it; FA EM's default SQUAREM step mixes the loadings' units with log variances, so
+    # its path (not its converged fit) moves with the scale, and plain EM's does not
+    import latentfs
+    from latentfs.testing import check_affine, tiny_data, tiny_model
+
+    gmm = tiny_model(latentfs.GaussianMixture)
+    X, needed = tiny_data(gmm)
+    check_affine(lambda D: latentfs.fit(gmm, D, method="em", seed=3, max_iter=3, tol=0.0, warn=False, **needed), X)
+    fa = tiny_model(latentfs.FactorAnalysis)
+    Y, needed = tiny_data(fa)
+    with pytest.raises(AssertionError, match="leaves the path"):
+        check_affine(lambda D: latentfs.fit(fa, D, method="em", seed=3, max_iter=5, tol=0.0, warn=False, **needed), Y)
+    check_affine(lambda D: latentfs.fit(fa, D, method="em", seed=3, max_iter=5, tol=0.0, warn=False,
+                                        acceleration="none", **needed), Y)

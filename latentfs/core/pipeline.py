@@ -285,6 +285,9 @@ class EngineSpec:
     #: the engine fits a ``dask.array.Array`` shard by shard (its own ``prepare`` reads the shards); the registry
     #: lists these pairs where a dask array reaches an engine that would gather it (:func:`registry.dask_engines`)
     takes_dask: bool = False
+    #: the fit of a·X + b (a > 0) is the fit of X transformed: same path from the same seed, the objective shifted
+    #: by the Jacobian (starts, floors and priors relative to the data's scale); checked by ``check_engine``
+    affine_equivariant: bool = False
 
     # -- both kinds
     def prepare(self, model: Any, data: Any, o: Options) -> Any:

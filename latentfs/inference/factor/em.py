@@ -297,6 +297,10 @@ class FactorAnalysisEM(EngineSpec):
     def __init__(self, method: str, use_priors: bool) -> None:
         self.method, self.use_priors = method, use_priors
         self.desc = "FactorAnalysis"
+        # Not declared affine-equivariant (check_engine would hold it to the same path for a·X + b): the converged
+        # maximum-likelihood fit is (10·X + 3 gives the same fit to 7e-10), and plain EM's path is, but SQUAREM's
+        # step length mixes the loadings' units with log noise variances, so the default path differs by ~1e-5;
+        # the MAP's priors are on the data's own scale.
 
     def prepare(self, model: Any, data: Any, o: Options) -> FAPrep:
         from latentfs.core.shards import is_dask_array

@@ -168,6 +168,8 @@ class MixtureOfFactorAnalyzersEM(EngineSpec):
     [0.5, 0.5]
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     method = "em"
     kind = "optimizer"
     desc = "MFA em"

@@ -43,6 +43,8 @@ class HDDCEM(EngineSpec):
     ((2, 5, 1), 'AkjBkQkDk')
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     method = "em"
     kind = "optimizer"
     desc = "HDDC"

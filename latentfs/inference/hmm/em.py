@@ -241,6 +241,8 @@ class HMMEM(EngineSpec):
     ((2, 2), True)
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     method = "em"
     kind = "optimizer"
     desc = "EM"

@@ -198,6 +198,8 @@ class HMMVB(EngineSpec):
     ('distribution', (1, 10, 2, 2))
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     method = "vb"
     kind = "optimizer"
     desc = "VB"

@@ -122,6 +122,8 @@ class PottsICM(EngineSpec):
     ('point', (24, 24))
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     method = "icm"
     kind = "optimizer"
     desc = "ICM"

@@ -137,6 +137,8 @@ class PottsMeanField(EngineSpec):
     (24, 24, 2)
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     method = "mean_field"
     kind = "optimizer"
     desc = "mean-field EM"

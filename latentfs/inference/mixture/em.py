@@ -406,6 +406,8 @@ class MixtureEM(EngineSpec):
     ((2, 2), True)
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     takes_dask = True  # fits a dask array shard by shard
 
     method = "em"

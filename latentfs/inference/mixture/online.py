@@ -318,6 +318,8 @@ class MixtureOnlineEM(EngineSpec):
     ((2, 2), 20)
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     takes_dask = True  # fits a dask array shard by shard
 
     method = "online_em"

@@ -237,6 +237,8 @@ class MixtureVB(EngineSpec):
     ((1, 200, 2), True)
     """
 
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
     method = "vb"
     kind = "optimizer"
     desc = "VB"
