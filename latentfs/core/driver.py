@@ -321,6 +321,11 @@ class SamplerRun:
     final_states: list[Any]
     chain_method: str = "sequential"
 
+    def kept_trace(self, num_warmup: int, thin: int) -> np.ndarray:
+        """The ``lp`` of the kept sweeps, (chain, draw): after the warm-up, every ``thin``-th, as many as the draws
+        (the ``sample_stats`` a sampler exports beside its draws)."""
+        return self.trace[:, num_warmup:][:, thin - 1 :: thin][:, : self.n_draws]
+
 
 @dataclass
 class _ChainRecord:

@@ -168,7 +168,7 @@ def cgp_doc_update(
         z = data.rates_at_nonzeros(exp_doc, exp_theta)
     ratio = data.values / z
     stats = exp_theta * (data.csr_t(ratio) @ exp_doc).T
-    new_a = hyper["alpha"] + exp_doc * (data.csr(ratio) @ exp_theta.T)
+    new_a = hyper["alpha"] + exp_doc * data.times_t(ratio, exp_theta)
     return new_a, active, bound, stats, log_z
 
 

@@ -505,7 +505,6 @@ class CollapsedGibbs(EngineSpec):
             if "gamma" in learning:
                 extras["gamma_trace"] = traces["gamma"]
         dims, coords = dims_and_coords(model, data)
-        trace = outcome.trace
         return Export(
             dims=dims, coords=coords, draws=draws, extras=extras, log_likelihood=loglik,
             diagnostics={
@@ -519,7 +518,7 @@ class CollapsedGibbs(EngineSpec):
                 "stored_sites": list(prep.sites),
                 **({"hyper_drift": drifts} if learning else {}),
             },
-            sample_stats={"lp": trace[:, o.num_warmup:][:, o.thin - 1 :: o.thin][:, : outcome.n_draws]},
+            sample_stats={"lp": outcome.kept_trace(o.num_warmup, o.thin)},
             relabel=("topic_word", "component") if o.align else None,
             chain_extras={**averaged, **per_chain},  # permuted by each chain's modal relabelling in the alignment
         )

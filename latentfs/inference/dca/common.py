@@ -27,12 +27,6 @@ from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaP
 DCAModel = DirichletDCA | GammaPoissonDCA | ConditionalGammaPoissonDCA
 
 
-def gpu_dense(t: torch.Tensor) -> torch.Tensor:
-    """The dense operand of a sparse-by-dense product, row-major on a GPU (cuSPARSE's SpMM reads a transposed
-    view column by column, several times slower there: ``benchmarks/gpu_sparse_layout.py``); as is on the CPU."""
-    return t.contiguous() if t.is_cuda else t
-
-
 def sparse_csr(crow: torch.Tensor, col: torch.Tensor, values: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     """A CSR tensor, without torch's one-off 'beta' warning (it would fail warnings-as-errors runs)."""
     with warnings.catch_warnings():
@@ -118,6 +112,13 @@ class DCAData:
     def csr(self, values: torch.Tensor) -> torch.Tensor:
         """Documents × words CSR with these per-non-zero values."""
         return sparse_csr(self.crow, self.col, values, (self.n_documents, self.n_features))
+
+    def times_t(self, values: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        """(documents × words CSR with these per-non-zero values) @ ``right``ᵀ, ``right`` (K, J) -> (I, K). On a GPU
+        ``right``ᵀ is made row-major first: cuSPARSE's SpMM reads a transposed view column by column, 4.5× slower
+        there (``benchmarks/gpu_sparse_layout.py``); on the CPU the view is used as it is."""
+        dense = right.T.contiguous() if right.is_cuda else right.T
+        return self.csr(values) @ dense
 
     def csr_t(self, values: torch.Tensor) -> torch.Tensor:
         """Words × documents CSR with these per-non-zero values (given in row-major order)."""

@@ -318,7 +318,6 @@ class DirectGibbs(EngineSpec):
                 traces[name] = extras[f"{name}_trace"] = np.array([ch.hyper_trace[name][:steps] for ch in chains])
             drifts = check_warmup_learning(traces, o.num_warmup, warn=o.warn,
                                            method=f"{type(model).__name__} Gibbs")
-        trace = outcome.trace
         return Export(
             dims=dims, coords=coords, draws=draws, extras=extras, log_likelihood=loglik,
             diagnostics={
@@ -329,7 +328,7 @@ class DirectGibbs(EngineSpec):
                 **({"hyper_drift": drifts} if learn else {}),
                 **({"no_pointwise_log_likelihood": NO_LOO_REASON} if prep.cgp and o.log_likelihood else {}),
             },
-            sample_stats={"lp": trace[:, o.num_warmup:][:, o.thin - 1 :: o.thin][:, : outcome.n_draws]},
+            sample_stats={"lp": outcome.kept_trace(o.num_warmup, o.thin)},
             relabel=("topic_word", "component") if o.align else None,
             chain_extras={**averaged, **per_chain},  # permuted by each chain's modal relabelling in the alignment
         )

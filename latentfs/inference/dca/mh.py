@@ -83,7 +83,7 @@ from latentfs.inference.dca.collapsed_state import (
     _numba_seed,
 )
 from latentfs.inference.dca.common import check_store, dims_and_coords, prepare, resolve_model
-from latentfs.inference.dca.gibbs import sample_doc_latent
+from latentfs.inference.dca.gibbs import average_chain_outputs, sample_doc_latent
 from latentfs.inference.dca.loo import count_constants, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.inference.dca.mh_state import (  # noqa: F401 - re-exported: the sampler's state lives there
     BYTES_PER_TOKEN,
@@ -362,7 +362,7 @@ class MetropolisHastings(EngineSpec):
                 "observation_dim": "document",
                 "stored_sites": list(prep.sites),
             },
-            sample_stats={"lp": outcome.trace[:, o.num_warmup:][:, o.thin - 1 :: o.thin][:, : outcome.n_draws]},
+            sample_stats={"lp": outcome.kept_trace(o.num_warmup, o.thin)},
             relabel=("topic_word", "component") if o.align else None,
             chain_extras=_chain_mean_axes(prep),  # permuted by each chain's modal relabelling in the alignment
         )
@@ -380,8 +380,7 @@ class MetropolisHastings(EngineSpec):
         """Each chain's running means, permuted by the chain's modal relabelling (``Export.chain_extras``), averaged
         over chains; left per chain when the draws were not relabelled (``align=False``, or no ``topic_word``
         draws) and there are several chains (their components carry different labels)."""
-        if post.alignment is not None or len(outcome.final_states) == 1:
-            for name in _chain_mean_axes(prep):
-                post.extras[name] = post.extras[name].mean(0)
+        average_chain_outputs(post, _chain_mean_axes(prep), len(outcome.final_states))
+
 
 fit_mh = register_spec(MetropolisHastings(), DirichletDCA)

@@ -50,7 +50,7 @@ def expected_counts(
     Returns (E[c] (I, K), S (K, J)): E[c]_ik = doc_ik Σ_j θ_kj ratio_ij and
     S_kj = θ_kj Σ_i doc_ik ratio_ij (Buntine & Jakulin eq. 14–15 with point estimates).
     """
-    doc_counts = doc * (data.csr(ratio) @ topic_word.T)
+    doc_counts = doc * data.times_t(ratio, topic_word)
     word_counts = topic_word * (data.csr_t(ratio) @ doc).T
     return doc_counts, word_counts
 
@@ -104,7 +104,7 @@ def nmf_alternating_step(data: DCAData, state: PointState) -> tuple[PointState, 
     rates = _rates(data, state.doc_latent, theta)
     objective = gap_ml_loglik(data, state.doc_latent, rates)
     # W-update of Lee & Seung: l_k ← l_k Σ_j θ_jk w_j/(Θl)_j / Σ_j θ_jk, and Σ_j θ_jk = 1.
-    scores = state.doc_latent * (data.csr(data.values / rates) @ theta.T)
+    scores = state.doc_latent * data.times_t(data.values / rates, theta)
     ratio = data.values / _rates(data, scores, theta)
     # H-update: θ_jk ← θ_jk Σ_i l_ik w_ij/(Θl_i)_j / Σ_i l_ik.
     raw = theta * (data.csr_t(ratio) @ scores).T / scores.sum(0).clamp_min(_TINY)[:, None]

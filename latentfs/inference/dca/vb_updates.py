@@ -16,7 +16,6 @@ from latentfs.inference.dca import vb_kernels
 from latentfs.inference.dca.common import (
     DCAData,
     DCAModel,
-    gpu_dense,
     group_normalise,
     hyper_tensors,
     log_length_factorials,
@@ -272,7 +271,7 @@ def vb_estep(
         if it == inner_iters - 1:
             # Θ statistics S_jk = Σ_i w_j n_jk from the responsibilities that give the final a (eq. 15)
             stats = exp_theta * (data.csr_t(ratio) @ exp_doc).T
-        a = alpha + exp_doc * (data.csr(ratio) @ gpu_dense(exp_theta.T))  # eq. (14)/(17)
+        a = alpha + exp_doc * data.times_t(ratio, exp_theta)  # eq. (14)/(17)
     return stats, bound, a
 
 
@@ -349,7 +348,7 @@ def converge_documents(
     for _ in range(max_iter):
         exp_doc = torch.exp(expected_log_doc(model, a, hyper))
         ratio = data.values / data.rates_at_nonzeros(exp_doc, exp_theta)
-        new = alpha + exp_doc * (data.csr(ratio) @ gpu_dense(exp_theta.T))
+        new = alpha + exp_doc * data.times_t(ratio, exp_theta)
         done = bool(((new - a).abs() <= tol * new).all())
         a = new
         if done:

@@ -67,7 +67,7 @@ def _fold_in_data(
     """Iterate eq. (2) and (4) for the documents of ``data`` with P(x | z) = ``topic_word`` held fixed."""
     for _ in range(n_iter):
         rates = data.rates_at_nonzeros(doc_topic, topic_word).clamp_min(_TINY)
-        new = doc_topic * (data.csr(data.values / rates) @ topic_word.T)
+        new = doc_topic * data.times_t(data.values / rates, topic_word)
         # Σ_k new = n(d) less the tokens of words no aspect can emit (unseen in training): normalising
         # ignores those tokens; a document with no usable token keeps its start.
         total = new.sum(-1, keepdim=True)
