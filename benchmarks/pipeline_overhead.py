@@ -1,6 +1,6 @@
 """What the one pipeline costs: the engine-only time of engines moved onto it, beside another checkout's.
 
-    python benchmarks/pipeline_overhead.py [--baseline PATH] [--repeats 5] [--rounds 5]
+    python benchmarks/pipeline_overhead.py [--baseline PATH] [--repeats 5] [--rounds 5] [--cases SUBSTRING]
 
 Each engine is timed in a fresh interpreter (median of ``--repeats`` fits after one warm-up fit), with this
 checkout's ``latentfs`` and, when ``--baseline`` names another checkout (e.g. ``git worktree add /tmp/old
@@ -32,6 +32,11 @@ CASES = {
         "rng = np.random.default_rng(0); X = rng.normal(size=(20000, 10)); X[:10000] += 3\n"
         "from latentfs.models.factor import FactorAnalysis\nmodel = FactorAnalysis(3)\n",
         "latentfs.fit(model, X, method='em', seed=0)",
+    ),
+    "DCA collapsed_gibbs, 2000 x 5000, K=50, defaults": (
+        "X = latentfs.DirichletDCA(50, alpha=0.1).simulate(2000, 5000, doc_length=150, seed=0)['counts']\n"
+        "model = latentfs.DirichletDCA(50)\n",
+        "latentfs.fit(model, X, method='collapsed_gibbs', seed=0)",
     ),
     "GaussianHMM EM, 4 x 500, K=3": (
         "from latentfs.models.hmm import GaussianHMM\n"
@@ -70,12 +75,15 @@ def main() -> None:
     parser.add_argument("--baseline", help="path of another checkout to compare with")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cases", default="", help="time only the cases whose name contains this")
     args = parser.parse_args()
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     print("| engine | this checkout (s) | baseline (s) | ratio |\n|---|---|---|---|")
     import statistics
 
     for name, (setup, call) in CASES.items():
+        if args.cases not in name:
+            continue
         news, olds = [], []
         for _ in range(args.rounds):
             news.append(_time(setup, call, args.repeats, here))
