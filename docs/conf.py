@@ -32,6 +32,7 @@ extensions = [
     "numpydoc",
     "myst_nb",
     "latentfs_pages",
+    "latentfs_widgets",
 ]
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "figures", "**.ipynb_checkpoints", "Thumbs.db", ".DS_Store"]
@@ -51,9 +52,11 @@ numpydoc_xref_param_type = False
 # notebooks: rendered from the outputs tutorials/run.py recorded, never executed here
 nb_execution_mode = "off"
 nb_output_stderr = "show"
-# The tutorials' progress bars are ipywidgets; their JavaScript would come from a CDN, which an offline reader
-# (and CI) cannot reach. Without it a page shows no bar, and loads nothing from another host.
+# The tutorials' progress bars are ipywidgets, whose JavaScript would come from a CDN that an offline reader (and
+# CI) cannot reach: no widget JavaScript is loaded, the widget view is not rendered, and _ext/latentfs_widgets.py
+# draws each bar as static HTML from the state the run saved (its last iteration count, objective and colour).
 nb_ipywidgets_js: dict[str, dict[str, str]] = {}
+nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
 myst_enable_extensions = ["colon_fence"]  # no math: the docstrings write formulas in Unicode
 myst_heading_anchors = 3
 
@@ -67,6 +70,7 @@ html_theme_options = {
 html_context = {"default_mode": "auto"}
 html_favicon = "_static/favicon.svg"  # without one, browsers ask for /favicon.ico and log a 404
 html_static_path = ["_static"]
+html_css_files = ["latentfs.css"]
 
 
 def _check_notebooks() -> None:

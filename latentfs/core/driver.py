@@ -122,7 +122,22 @@ def _progress(total: int | None, desc: str, show: bool | None) -> Any:
         from tqdm.notebook import tqdm as bar
     else:
         from tqdm.std import tqdm as bar
-    return bar(total=total, desc=desc, disable=not show, leave=False, dynamic_ncols=True)
+    # In a kernel the finished bar stays under the cell (how many iterations, the last objective: what a notebook
+    # reader looks for); a terminal's bar clears itself so the prompt stays clean.
+    return bar(total=total, desc=desc, disable=not show, leave=kernel, dynamic_ncols=True)
+
+
+def _close_progress(bar: Any, finished: bool) -> None:
+    """Close the bar. A run that ``finished`` (it converged before ``max_iter``, or its stream ended) ends its bar
+    full at the iterations it took, so a notebook widget is drawn as a success; tqdm paints a widget closed
+    short of its total red, the sign it keeps for a run that was interrupted or failed."""
+    if finished and bar.total is not None and not bar.disable and bar.n < bar.total:
+        bar.total = bar.n
+        container = getattr(bar, "container", None)  # tqdm.notebook: (label, progress, text) widgets
+        if container is not None:
+            container.children[1].max = bar.n
+        bar.refresh()
+    bar.close()
 
 
 @dataclass
@@ -188,7 +203,7 @@ def run_optimizer(
     returns ``converged=None`` and never warns.
     """
     trace: list[float] = []
-    converged = interrupted = False
+    converged = interrupted = finished = False
     bar = _progress(max_iter, desc, progress)
     try:
         for it in range(max_iter) if max_iter is not None else itertools.count():
@@ -213,6 +228,7 @@ def run_optimizer(
                 if it + 1 >= min_iter and change <= tol and (settled is None or settled(state)):
                     converged = True
                     break
+        finished = True
     except KeyboardInterrupt:
         interrupted = True
         warnings.warn(
@@ -221,7 +237,7 @@ def run_optimizer(
             stacklevel=2,
         )
     finally:
-        bar.close()
+        _close_progress(bar, finished)
     if warn and tol is not None and not converged and not interrupted:
         from latentfs.core.convergence_warning import ConvergenceWarning
 

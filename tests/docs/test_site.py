@@ -115,6 +115,20 @@ def test_every_tutorial_is_rendered_with_its_figures():
             assert (SITE / "tutorials" / img["src"]).resolve().is_file(), (source.stem, img["src"])
 
 
+def test_a_tutorial_shows_its_fits_progress_bars_as_they_ended():
+    # drawn from the saved widget state (docs/_ext/latentfs_widgets.py): a fit that converged before max_iter
+    # ends full and green, at the iterations it took; no widget view is left for JavaScript that never loads
+    soup = _soup(f"tutorials/{TUTORIAL}.html")
+    bars = soup.select("article progress.lfs-progress")
+    assert bars, "the tutorial's fits show no progress bar"
+    for bar in bars:
+        assert "lfs-progress-success" in bar["class"], bar
+        assert float(bar["value"]) == float(bar["max"]) > 0, bar
+    texts = [b.parent.get_text(" ", strip=True) for b in bars]
+    assert all("100%" in t for t in texts), texts
+    assert not soup.select('script[type="application/vnd.jupyter.widget-view+json"]')
+
+
 def test_no_page_loads_anything_from_another_host():
     # a reader offline (or this CI) gets every script, style sheet and image from the site itself
     for page in ("index.html", FAMILY_PAGE, f"tutorials/{TUTORIAL}.html", "search.html"):
@@ -209,3 +223,14 @@ def test_every_figure_of_a_tutorial_loads(server, browser):
     assert len(figures) >= _run_module().MIN_FIGURES[TUTORIAL], sizes
     broken = [src for src, complete, width in sizes if not (complete and width > 0)]
     assert not broken, f"images that did not load: {broken}"
+
+
+def test_a_tutorials_progress_bar_is_drawn(server, browser):
+    # the static bar must be visible, not squeezed to nothing by its text in the output's flex row
+    browser.get(f"{server}/tutorials/{TUTORIAL}.html")
+    sizes = browser.execute_script(
+        "return Array.from(document.querySelectorAll('progress.lfs-progress'))"
+        ".map(p => [p.getBoundingClientRect().width, p.getBoundingClientRect().height]);"
+    )
+    assert sizes and all(w > 50 and h > 5 for w, h in sizes), sizes
+    assert not _console_errors(browser)
