@@ -109,7 +109,11 @@ def _check_online_options(
     _check_online_model(model)
     check_float("tau0", tau0, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 1.0.")
     check_float(
-        "kappa", kappa, 0.5, 1.0, low_open=True,
+        "kappa",
+        kappa,
+        0.5,
+        1.0,
+        low_open=True,
         remedy="κ in (0.5, 1] makes the step sizes (τ0 + t)^−κ converge (Hoffman et al. 2010); try 0.7.",
     )
     if total_documents is not None:
@@ -147,10 +151,19 @@ def online_vb_init(
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
         raise DataError(f"seed must be an integer or None for online VB; got {seed!r}.")
     return OnlineVBState(
-        model=model, topic_word=None, n_updates=0, total_documents=int(total_documents), tau0=float(tau0),
-        kappa=float(kappa), theta_update=theta_update, n_features=int(n_features),
-        seed=None if seed is None else int(seed), doc_max_iter=int(doc_max_iter), doc_tol=float(doc_tol),
-        dtype=dtype, device=str(device),
+        model=model,
+        topic_word=None,
+        n_updates=0,
+        total_documents=int(total_documents),
+        tau0=float(tau0),
+        kappa=float(kappa),
+        theta_update=theta_update,
+        n_features=int(n_features),
+        seed=None if seed is None else int(seed),
+        doc_max_iter=int(doc_max_iter),
+        doc_tol=float(doc_tol),
+        dtype=dtype,
+        device=str(device),
     )
 
 
@@ -211,15 +224,22 @@ def _batch_counts(batch: Any, n_features: int) -> CountMatrix:
 
 
 def _tau0_option(name: str, value: Any) -> float:
-    return float(check_float(name, value, 0.0,
-                             remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 1.0."))
+    return float(
+        check_float(name, value, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 1.0.")
+    )
 
 
 def _kappa_option(name: str, value: Any) -> float:
-    return float(check_float(
-        name, value, 0.5, 1.0, low_open=True,
-        remedy="κ in (0.5, 1] makes the step sizes (τ0 + t)^−κ converge (Hoffman et al. 2010); try 0.7.",
-    ))
+    return float(
+        check_float(
+            name,
+            value,
+            0.5,
+            1.0,
+            low_open=True,
+            remedy="κ in (0.5, 1] makes the step sizes (τ0 + t)^−κ converge (Hoffman et al. 2010); try 0.7.",
+        )
+    )
 
 
 def _total_documents_option(name: str, value: Any) -> int | None:
@@ -230,7 +250,7 @@ def _total_documents_option(name: str, value: Any) -> int | None:
 
 def _shuffle_option(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise DataError(f"shuffle must be True or False; got {value!r}.")
+        raise DataError(f"{name} must be True or False; got {value!r}.")
     return value
 
 
@@ -252,6 +272,7 @@ class OnlinePrep:
     n_features: int
     total_documents: int
     counts: CountMatrix | None  # the corpus, for a matrix X (its documents' shapes at the final Θ)
+    sharded: Any = None  # a dask array X's row chunks (online_dask.ShardedRows): the batches are then row numbers
 
 
 class DCAOnlineVB(EngineSpec):
@@ -261,10 +282,10 @@ class DCAOnlineVB(EngineSpec):
     Parameters
     ----------
     X : count matrix (D, J), or an iterable of mini-batches
-        A matrix (anything :func:`latentfs.core.data.as_counts` accepts, or a dask array, whose rows are
-        then computed one mini-batch at a time) is streamed in mini-batches of ``batch_size`` rows for
-        ``n_passes`` passes, in a new random order each pass when ``shuffle``. An iterator (or a list of
-        2-D matrices) is taken as the mini-batches themselves, in order; an iterator is read once.
+        A matrix (anything :func:`latentfs.core.data.as_counts` accepts, or a dask array, see Notes) is
+        streamed in mini-batches of ``batch_size`` rows for ``n_passes`` passes, in a new random order each
+        pass when ``shuffle``. An iterator (or a list of 2-D matrices) is taken as the mini-batches
+        themselves, in order; an iterator is read once.
     batch_size : int
         Rows per mini-batch when ``X`` is a matrix.
     n_passes : int
@@ -281,7 +302,25 @@ class DCAOnlineVB(EngineSpec):
     doc_max_iter, doc_tol : document updates per batch (:class:`OnlineVBState`).
     dtype, device : see :func:`latentfs.fit`.
     empty_documents : {"drop", "error", "keep"}
-        Only for a matrix ``X``; empty documents in mini-batches are dropped.
+        Only for an in-memory matrix ``X``; empty documents in mini-batches (and in a dask array) are dropped.
+    persist : bool
+        Dask input only: keep every validated row chunk where it was computed (on a worker under a distributed
+        Client) for the whole fit; ``False`` reads and validates a chunk again for every mini-batch that
+        draws rows from it (memory bounded by the chunks in flight, at that cost).
+
+    Notes
+    -----
+    ``X`` may be a ``dask.array.Array`` whose row chunks (dense or scipy.sparse blocks, one column chunk)
+    are the shards (``pip install "latentfs[dask]"``); the engine then always runs as shard tasks, on the
+    active scheduler (a ``dask.distributed.Client`` if one exists, else dask's default): each row chunk is
+    validated once inside its own task and kept there (``persist``), and each mini-batch's rows are cut at the
+    chunk boundaries into one task per piece, which fits the piece's documents where the chunk lies (each
+    document stopping as soon as its own shapes have converged) and returns only its Θ statistics on its
+    words and its bound; the driver adds them in chunk order and takes the λ step
+    (:mod:`latentfs.inference.dca.online_dask`). The mini-batches are the rows an in-memory fit of the same
+    matrix draws for the same seed (a dask array's empty rows are dropped from each mini-batch, not before
+    batching), and the result equals that fit up to the order of floating-point sums, whatever the number of
+    workers. The result has no document site (only q(Θ)).
 
     Returns
     -------
@@ -302,10 +341,18 @@ class DCAOnlineVB(EngineSpec):
         "n_passes": Option(1, _int_option, "int ≥ 1", "passes over a matrix or a list of mini-batches"),
         "tau0": Option(1.0, _tau0_option, "float ≥ 0", "τ0 of the step size ρ_t = (τ0 + t)^(−κ)"),
         "kappa": Option(0.7, _kappa_option, "float in (0.5, 1]", "κ of the step size ρ_t = (τ0 + t)^(−κ)"),
-        "total_documents": Option(None, _total_documents_option, "int ≥ 1 or None",
-                                  "D, the corpus size each batch is scaled to (required for an iterator)"),
-        "theta_update": Option("full", lambda n, v: check_choice(n, v, ONLINE_THETA_UPDATES), "str",
-                               "'full' (q(θ_k) = Dirichlet(λ_k)) or 'chapter' (documents see Θ = λ / Σ λ)"),
+        "total_documents": Option(
+            None,
+            _total_documents_option,
+            "int ≥ 1 or None",
+            "D, the corpus size each batch is scaled to (required for an iterator)",
+        ),
+        "theta_update": Option(
+            "full",
+            lambda n, v: check_choice(n, v, ONLINE_THETA_UPDATES),
+            "str",
+            "'full' (q(θ_k) = Dirichlet(λ_k)) or 'chapter' (documents see Θ = λ / Σ λ)",
+        ),
         "shuffle": Option(True, _shuffle_option, "bool", "a new random order of a matrix's rows each pass"),
         "seed": shared("seed"),
         "doc_max_iter": Option(100, _int_option, "int ≥ 1", "the most document updates per batch"),
@@ -313,6 +360,9 @@ class DCAOnlineVB(EngineSpec):
         "dtype": shared("dtype"),
         "device": shared("device"),
         "empty_documents": shared("empty_documents", "drop"),
+        "persist": Option(
+            True, _shuffle_option, "bool", "dask input: keep every validated row chunk where it was computed"
+        ),
     }
 
     def prepare(self, model: Any, X: Any, o: Options) -> OnlinePrep:
@@ -335,19 +385,24 @@ class DCAOnlineVB(EngineSpec):
             first, batches = chunk_stream(X, o.n_passes, what="mini-batches")
             n_features = int(first.shape[1])
         elif is_dask_array(X):
+            from latentfs.inference.dca.online_dask import shard_rows
+
+            sharded = shard_rows(X, o.persist)  # the chunks, validated where they lie (see Notes)
             n_features, n_rows = int(X.shape[1]), int(X.shape[0])
             total = total or n_rows
             n_batches = o.n_passes * -(-n_rows // o.batch_size)
-            # each mini-batch of a dask array computed on its own: only one batch is ever in memory
-            batches = row_batches(n_rows, o.batch_size, o.n_passes, o.shuffle, o.seed, lambda rows: X[rows].compute())
+            # each mini-batch is a set of row numbers; its documents are updated where their chunks lie
+            batches = row_batches(n_rows, o.batch_size, o.n_passes, o.shuffle, o.seed, lambda rows: rows)
+            return OnlinePrep(model, iter(batches), n_batches, n_features, int(total), None, sharded)
         else:
             counts = as_counts(X, empty_documents=o.empty_documents)
             n_features = counts.n_features
             total = total or counts.n_documents
             csr = counts.csr
             n_batches = o.n_passes * -(-counts.n_documents // o.batch_size)
-            batches = row_batches(counts.n_documents, o.batch_size, o.n_passes, o.shuffle, o.seed,
-                                  lambda rows: csr[rows])
+            batches = row_batches(
+                counts.n_documents, o.batch_size, o.n_passes, o.shuffle, o.seed, lambda rows: csr[rows]
+            )
         return OnlinePrep(model, iter(batches), n_batches, n_features, int(total), counts)
 
     def n_starts(self, prep: OnlinePrep, o: Options) -> int:
@@ -361,9 +416,17 @@ class DCAOnlineVB(EngineSpec):
 
     def start(self, prep: OnlinePrep, o: Options, gen: torch.Generator, index: int) -> Any:
         state = online_vb_init(
-            prep.model, prep.n_features, total_documents=prep.total_documents, tau0=o.tau0, kappa=o.kappa,
-            theta_update=o.theta_update, seed=o.seed, doc_max_iter=o.doc_max_iter, doc_tol=o.doc_tol,
-            dtype=o.dtype, device=o.device,
+            prep.model,
+            prep.n_features,
+            total_documents=prep.total_documents,
+            tau0=o.tau0,
+            kappa=o.kappa,
+            theta_update=o.theta_update,
+            seed=o.seed,
+            doc_max_iter=o.doc_max_iter,
+            doc_tol=o.doc_tol,
+            dtype=o.dtype,
+            device=o.device,
         )
         # λ is drawn at the first batch on the fit's device, from this start's seed (so a GPU fit draws its start
         # from the CUDA generator of that seed, as partial_fit_state does)
@@ -375,12 +438,19 @@ class DCAOnlineVB(EngineSpec):
         batch = next(prep.batches, _END)
         if batch is _END:  # the stream has ended: so does the run
             raise StreamEnd
-        new = _update(online, batch, gen)
+        if prep.sharded is not None:
+            from latentfs.inference.dca.online_dask import sharded_update
+
+            new = sharded_update(online, prep.sharded, np.asarray(batch), gen)
+        else:
+            new = _update(online, batch, gen)
         return (new, gen), new.trace[-1]  # the batch's bound at the Θ it was fitted with (the state passed in)
 
     def export(self, prep: OnlinePrep, o: Options, outcome: Any) -> Export:
         online = outcome.run.state[0]
         dims, coords, fitted, extras, diagnostics = _online_sites(online, prep.counts)
+        if prep.sharded is not None:
+            diagnostics["shards"] = len(prep.sharded.chunks)
         return Export(dims=dims, coords=coords, fitted=fitted, extras=extras, diagnostics=diagnostics)
 
     def finalize(self, post: Any, prep: OnlinePrep, o: Options, outcome: Any) -> None:
@@ -433,8 +503,14 @@ def _online_sites(
         hyper = hyper_tensors(model, data)
         theta = lam if state.theta_update == "full" else lam / lam.sum(-1, keepdim=True)
         a = converge_documents(
-            model, data, restart_shape(model, hyper["alpha"], data.doc_lengths), theta, hyper,
-            state.theta_update, max_iter=state.doc_max_iter, tol=state.doc_tol,
+            model,
+            data,
+            restart_shape(model, hyper["alpha"], data.doc_lengths),
+            theta,
+            hyper,
+            state.theta_update,
+            max_iter=state.doc_max_iter,
+            tol=state.doc_tol,
         )
         dims[model.doc_site] = ("document", "component")
         coords["document"] = list(counts.document_names)
@@ -450,4 +526,3 @@ def _online_sites(
         "observation_dim": "document",
     }
     return dims, coords, fitted, extras, diagnostics
-
