@@ -1,4 +1,4 @@
-"""The simulation-based calibration harness :mod:`latentfs.sbc` on a conjugate normal model, whose posterior is
+"""The simulation-based calibration harness :mod:`latentfs.testing.calibration` on a conjugate normal model, whose posterior is
 known: θ ~ N(0, 1), y ~ N(θ, 1), so θ | y ~ N(y/2, 1/2).
 
 Each sampler below draws from that posterior exactly at stationarity; one of them is an AR(1) chain, correct in
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from latentfs.core.errors import DataError
-from latentfs.sbc import rank_statistics, rank_uniformity, sbc, thin_by_ess
+from latentfs.testing.calibration import rank_statistics, rank_uniformity, sbc, thin_by_ess
 
 POST_SD = np.sqrt(0.5)
 

@@ -3,7 +3,7 @@ at its default ``mh_steps`` and at 1, ``collapsed_gibbs``, ``partially_collapsed
 
 Every replication draws Θ, the documents' proportions m and the counts from :meth:`DirichletDCA.model` (the Pyro
 program, through ``simulate``), fits the counts with ``latentfs.fit(..., seed=n)`` from the same model, thins the
-chain to L draws by its ESS and ranks the truth among them (:func:`latentfs.sbc.sbc`). The tiny problem: K = 3,
+chain to L draws by its ESS and ranks the truth among them (:func:`latentfs.testing.calibration.sbc`). The tiny problem: K = 3,
 α = γ = 0.5 fixed (no hyperparameter learning), 5 documents of 10 tokens over 5 words.
 
 The test quantities do not depend on the components' labels, which the sampler cannot identify:
@@ -29,7 +29,7 @@ import pytest
 from scipy.special import xlogy
 
 import latentfs
-from latentfs.sbc import sbc
+from latentfs.testing.calibration import sbc
 
 K, ALPHA, GAMMA = 3, 0.5, 0.5
 N_DOCUMENTS, N_WORDS, DOC_LENGTH = 5, 5, 10

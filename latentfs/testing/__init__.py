@@ -26,6 +26,9 @@ Engine checks
     relabelling (:func:`check_planted_switch`: a label switch planted in one chain is undone on every site); an
     engine that declares ``affine_equivariant`` fits a·X + b along the path of X (:func:`check_affine`).
 
+    :func:`sbc` — simulation-based calibration of a sampler over data sets drawn from the model's Pyro program
+    (:mod:`latentfs.testing.calibration`): ranks of the truth among thinned draws, χ² with a stated false-alarm rate.
+
 Estimator checks
     :func:`check_estimator` — scikit-learn's ``check_estimator`` with the rule that no check may be
     skipped silently and at most two expected failures, each with a reason.
@@ -42,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from latentfs.testing.calibration import sbc
+
 __all__ = [
     "check_engine",
     "check_affine",
@@ -53,6 +58,7 @@ __all__ = [
     "chi2_test",
     "false_alarm_rate",
     "pyro_log_density",
+    "sbc",
     "tiny_data",
     "tiny_model",
     "z_test",

@@ -1,8 +1,8 @@
 """Simulation-based calibration (SBC) of a posterior sampler (Talts, Betancourt, Simpson, Vehtari & Gelman 2018).
 
-Part of the conformance harness (:mod:`latentfs.testing`, a single module, hence this file beside it): a check with
-a stated false-alarm rate that a sampler draws from the posterior of the model it is given, over data sets drawn from
-that model's prior.
+Part of the conformance harness (:mod:`latentfs.testing`, which exports :func:`sbc`): a check with a stated
+false-alarm rate that a sampler draws from the posterior of the model it is given, over data sets drawn from that
+model's prior.
 
 The identity it tests (Talts et al. 2018, "Validating Bayesian inference algorithms with simulation-based
 calibration", arXiv:1804.06788, Theorem 1): draw parameters θ̃ ~ p(θ) and data ỹ ~ p(y | θ̃), then L draws
