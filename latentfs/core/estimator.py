@@ -480,6 +480,7 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
             # validate_data turned the DataFrame into an array: the result is labelled with its columns
             options["feature_names"] = [str(c) for c in names]
         self.posterior_ = fit(model, self._fit_data(X), method=self.method, **options)
+        self.posterior_.observed = None  # a fitted estimator does not keep its training data (saved, pickled)
         self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", int(self.posterior_.trace.shape[-1]))))
         self._after_fit(X)
         return self

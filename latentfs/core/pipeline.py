@@ -55,6 +55,7 @@ from latentfs.core.options import (
     check_int,
     check_seed,
 )
+from latentfs.core.posterior_io import observed_array
 from latentfs.core.restarts import SHORT_RUN_TOL, TIE_RTOL, Starts, _dropped_run, _Rank, run_starts  # noqa: F401
 
 __all__ = [
@@ -470,6 +471,7 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
         alignment=ex.alignment,
     )
     post.extras.update(ex.lazy_extras)
+    post.observed = observed_array(data)
     spec.finalize(post, prep, o, outcome)
     if spec.kind == "sampler":
         if ex.relabel is not None:

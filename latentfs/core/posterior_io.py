@@ -64,12 +64,50 @@ class PersistenceMixin:
         if self.alignment is not None:
             attrs["latentfs_alignment"] = json.dumps(self.alignment)
         idata = az.from_dict(posterior=posterior or None, dims=dims, coords=self.coords, **kwargs)
+        observed_data, omitted = self._observed_dataset(log_lik)
+        if observed_data is not None:
+            idata.add_groups(observed_data=observed_data)
+        elif omitted:
+            attrs["latentfs_observed_data"] = omitted
         if fitted:
             idata.add_groups(variational=self._variational_dataset(fitted))
             idata.variational.attrs.update(attrs)
         if posterior:
             idata.posterior.attrs.update(attrs)
         return idata
+
+    def _observed_dataset(self: Any, log_lik: np.ndarray | None) -> tuple[Any, str | None]:
+        """The ``observed_data`` group: the data the fit was given, named by the model's observed site, its rows on
+        the log-likelihood's observation dim and its columns on ``feature`` where the lengths agree (else
+        ``<site>_dim_<i>``). A sparse matrix is written dense up to :data:`OBSERVED_DENSE_MAX` values; above that,
+        and for data never held in memory, no group and the reason (second value)."""
+        import xarray as xr
+
+        obs = self.observed
+        if obs is None:
+            return None, (
+                "the result does not hold the data its fit was given (a dask array or a stream of mini-batches, or a "
+                "fitted estimator's posterior_): no observed_data group"
+            )
+        if not isinstance(obs, np.ndarray):  # scipy.sparse
+            size = int(obs.shape[0]) * int(obs.shape[1])
+            if size > OBSERVED_DENSE_MAX:
+                return None, (
+                    f"the fit's sparse data ({obs.shape[0]} x {obs.shape[1]}) would take {size:,} values dense, over "
+                    f"{OBSERVED_DENSE_MAX:,}: no observed_data group (result.observed holds the sparse matrix)"
+                )
+            obs = obs.toarray()
+        site = self.diagnostics.get("observed_site") or _observed_site(self.model)
+        row_dim = self.diagnostics.get("observation_dim", "document")
+        names = []
+        for axis, (dim, n) in enumerate(zip((row_dim, "feature"), obs.shape, strict=False)):
+            fits = len(self.coords.get(dim, range(n))) == n
+            if axis == 0 and log_lik is not None:
+                fits = fits and log_lik.shape[-1] == n
+            names.append(dim if fits else f"{site}_dim_{axis}")
+        names += [f"{site}_dim_{axis}" for axis in range(len(names), obs.ndim)]
+        coords = {d: self.coords[d] for d in names if d in self.coords}
+        return xr.Dataset({site: xr.Variable(names, obs)}, coords=coords), None
 
     def _variational_dataset(self: Any, sites: list[str]) -> Any:
         """The parameters of the fitted distributions of ``sites`` as an xarray Dataset, named by the site's dims
@@ -118,6 +156,12 @@ class PersistenceMixin:
             arrays["log_likelihood"] = log_lik
         if self.relabel_permutations is not None:
             arrays["relabel_permutations"] = self.relabel_permutations
+        if isinstance(self.observed, np.ndarray):
+            arrays["observed"] = self.observed
+        elif self.observed is not None:  # scipy.sparse, as CSR
+            csr = self.observed.tocsr()
+            arrays.update({"observed_csr/data": csr.data, "observed_csr/indices": csr.indices,
+                           "observed_csr/indptr": csr.indptr, "observed_csr/shape": np.asarray(csr.shape, np.int64)})
         meta = {
             "format": _FORMAT,
             "model": self.model,
@@ -227,11 +271,57 @@ class PersistenceMixin:
             alignment=meta.get("alignment"),
         )
         post.relabel_permutations = data.get("relabel_permutations")
+        post.observed = _saved_observed(path, data)
         _check_adoptable(path, post)
         return post
 
 
 _MAX_INFLATION = 200
+#: the largest sparse observed matrix (in values) that :meth:`PersistenceMixin.to_inference_data` writes dense
+OBSERVED_DENSE_MAX = 10_000_000
+
+
+def observed_array(data: Any) -> Any:
+    """What a result keeps of the data its fit was given (:attr:`Posterior.observed`): a numeric numpy array as it
+    is (a DataFrame's or DataArray's values, a masked array with NaN at its masked entries, a CPU tensor's array), a
+    scipy.sparse matrix as CSR, and None for anything not in memory or not a table (a dask array, a stream, a list
+    of sequences, a tensor on another device)."""
+    import sys
+
+    sparse = sys.modules.get("scipy.sparse")
+    if sparse is not None and sparse.issparse(data):
+        return data.tocsr()
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(data, torch.Tensor):
+        return data.detach().numpy() if data.device.type == "cpu" and data.ndim in (1, 2) else None
+    if isinstance(data, np.ma.MaskedArray):
+        data = np.ma.filled(data.astype(np.float64), np.nan)
+    elif not isinstance(data, np.ndarray):
+        values = getattr(data, "values", None) if hasattr(data, "dtypes") or hasattr(data, "dims") else None
+        if not isinstance(values, np.ndarray):
+            return None
+        data = values
+    if data.ndim not in (1, 2) or data.dtype.kind not in "biuf":
+        return None
+    return data
+
+
+def _saved_observed(path: Path, data: dict[str, np.ndarray]) -> Any:
+    if "observed" in data:
+        return data["observed"]
+    parts = {k.split("/", 1)[1]: v for k, v in data.items() if k.startswith("observed_csr/")}
+    if not parts:
+        return None
+    from scipy import sparse
+
+    try:
+        shape = tuple(int(n) for n in parts["shape"])
+        matrix = sparse.csr_matrix((parts["data"], parts["indices"], parts["indptr"]), shape=shape)
+        matrix.check_format(full_check=True)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise DataError(f"{str(path)!r} is inconsistent: its observed data are not a valid CSR matrix ({exc}). "
+                        "Save the result again.") from None
+    return matrix
 
 
 def open_saved(path: str | Path, read: Any, *, writer: str, kind: str, remedy: str) -> Any:

@@ -138,6 +138,14 @@ class Posterior(AlignMixin, ConvergenceMixin, PersistenceMixin, HtmlMixin):
         The model's hyperparameters, JSON-friendly.
     alignment : dict, optional
         How components were permuted per chain (``{"site", "axis", "permutations", "reference_chain"}``).
+
+    Attributes
+    ----------
+    observed : ndarray, scipy.sparse matrix or None
+        The data the fit was given (rows × features, as passed: not a copy of a numpy array), exported as ArviZ's
+        ``observed_data`` group and kept by :meth:`save`; None for data that never sat in memory (a dask array, a
+        stream of mini-batches), and for the ``posterior_`` an estimator's ``fit`` makes: a fitted estimator does
+        not keep its training data.
     """
 
     def __init__(
@@ -182,6 +190,7 @@ class Posterior(AlignMixin, ConvergenceMixin, PersistenceMixin, HtmlMixin):
         self.hyperparameters = dict(hyperparameters or {})
         self.alignment = alignment
         self.sample_stats = {k: np.asarray(v) for k, v in (sample_stats or {}).items()}
+        self.observed: Any = None
 
     # ------------------------------------------------------------------ vocabulary
     @property

@@ -22,9 +22,10 @@ Engine checks
     option schema (unknown names, wrong types), the seed rule (same seed same numbers, the seed recorded, a
     ``seed=None`` fit refitted exactly from the recorded seed), Ctrl-C (engines with a ``callback``: what was
     computed comes back, flagged, with one warning), the result contract with save/load, the one diagnostics
-    vocabulary, and for samplers one R̂ (``summary()`` prints the number ``diagnostics`` holds) and the joint
-    relabelling (:func:`check_planted_switch`: a label switch planted in one chain is undone on every site); an
-    engine that declares ``affine_equivariant`` fits a·X + b along the path of X (:func:`check_affine`).
+    vocabulary, the data kept and exported as ArviZ's ``observed_data`` (:func:`check_observed`), and for samplers
+    one R̂ (``summary()`` prints the number ``diagnostics`` holds) and the joint relabelling
+    (:func:`check_planted_switch`: a label switch planted in one chain is undone on every site); an engine that
+    declares ``affine_equivariant`` fits a·X + b along the path of X (:func:`check_affine`).
 
     :func:`sbc` — simulation-based calibration of a sampler over data sets drawn from the model's Pyro program
     (:mod:`latentfs.testing.calibration`): ranks of the truth among thinned draws, χ² with a stated false-alarm rate.
@@ -52,6 +53,7 @@ __all__ = [
     "check_affine",
     "check_estimator",
     "check_interruptible",
+    "check_observed",
     "check_planted_switch",
     "check_reproducible",
     "check_result_contract",
@@ -407,6 +409,26 @@ def check_affine(fit: Callable[[Any], Any], data: Any, where: str = "fit", a: fl
                              f"shift varies by {spread:.3g} over the iterations; it should be one constant).")
 
 
+def check_observed(result: Any, data: Any, where: str = "result") -> None:
+    """The result keeps the in-memory data it was fitted to, and exports them as ArviZ's ``observed_data``."""
+    from latentfs.core.posterior_io import observed_array
+
+    given = observed_array(data)
+    if given is None:
+        return
+    kept = result.observed
+    dense = [np.asarray(a.toarray() if hasattr(a, "toarray") else a, dtype=np.float64) for a in (given, kept)
+             if a is not None]
+    if kept is None or dense[0].shape != dense[1].shape or not np.array_equal(dense[0], dense[1], equal_nan=True):
+        raise AssertionError(f"{where}: result.observed is not the data the fit was given.")
+    idata = result.to_inference_data()
+    if "observed_data" not in idata.groups():
+        raise AssertionError(f"{where}: the ArviZ export has no observed_data group.")
+    (exported,) = idata.observed_data.data_vars.values()
+    if not np.array_equal(np.asarray(exported.values, dtype=np.float64), dense[0], equal_nan=True):
+        raise AssertionError(f"{where}: observed_data is not the data the fit was given.")
+
+
 def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> Any:
     """The engine-level conformance checks of ``latentfs.fit(model, data, method=method)`` (module docstring);
     ``data`` defaults to :func:`tiny_data`. Raises AssertionError naming what failed; returns the first fit."""
@@ -492,6 +514,8 @@ def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> A
         check_affine(fit_on, data, where)
     # the result contract, save/load included
     check_result_contract(first)
+    # ArviZ's observed_data is the data the fit was given
+    check_observed(first, data, where)
     # one diagnostics vocabulary
     unknown = sorted(set(first.diagnostics) - set(DIAGNOSTICS))
     if unknown:

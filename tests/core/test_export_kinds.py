@@ -17,7 +17,7 @@ def vb_result():
 
 def test_a_vb_result_exports_its_variational_parameters_and_no_draws(vb_result, tmp_path):
     idata = vb_result.to_inference_data()
-    assert idata.groups() == ["variational"]
+    assert idata.groups() == ["observed_data", "variational"]  # the data it was fitted to, and q; no draws
     lam = idata.variational["topic_word.concentration"]
     assert lam.dims == ("component", "feature") and lam.attrs["family"] == "dirichlet"
     np.testing.assert_array_equal(lam.to_numpy(), vb_result.fitted_params("topic_word")["concentration"])
