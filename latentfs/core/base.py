@@ -18,11 +18,14 @@ gives ``fit``, ``transform``, ``get_support``, ``get_feature_names_out``, ``inve
 ``set_output``. Which features are kept is decided by ``n_features_to_select`` (top k) or ``threshold`` on
 the scores; subclasses with their own selection rule (a sampled subset, say) set ``_support_from_weights
 = False`` and set ``support_`` themselves.
+
+:func:`document_input_attributes` ends a class docstring's ``Attributes`` section with the two attributes that
+:func:`check_X` sets in ``fit`` (:data:`INPUT_ATTRIBUTES_DOC`), so their description is written once.
 """
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,16 +41,52 @@ from latentfs.core.estimator import match_columns
 from latentfs.core.weights import FeatureWeights
 
 __all__ = [
+    "INPUT_ATTRIBUTES_DOC",
     "BaseSelector",
     "NotFittedDataError",
     "ParamsAsDataError",
     "check_X",
     "check_fitted",
     "check_y_finite",
+    "document_input_attributes",
     "require_y",
 ]
 
 _REMEDY = "Pass a 2-D numeric array (rows = samples) of finite values."
+
+INPUT_ATTRIBUTES_DOC = """n_features_in_ : int
+feature_names_in_ : ndarray of str
+    Only when ``X`` in ``fit`` had string column names."""
+"""The numpydoc entries of the attributes :func:`check_X` sets in ``fit`` (``reset=True``)."""
+
+_Class = TypeVar("_Class", bound=type)
+
+
+def document_input_attributes(cls: _Class) -> _Class:
+    """Class decorator: end the ``Attributes`` section of ``cls``'s docstring with :data:`INPUT_ATTRIBUTES_DOC`.
+
+    The entries go after the section's last line before its first blank line, at the section's indentation. A
+    docstring removed by ``python -OO`` is left as it is; a docstring without an ``Attributes`` section raises
+    ``TypeError`` (a mistake in the library, not in the user's input).
+    """
+    doc = cls.__doc__
+    if doc is None:
+        return cls
+    lines = doc.split("\n")
+    header = next(
+        (i for i in range(len(lines) - 1) if lines[i].strip() == "Attributes" and set(lines[i + 1].strip()) == {"-"}),
+        None,
+    )
+    if header is None:
+        raise TypeError(
+            f"document_input_attributes needs an 'Attributes' section in the docstring of {cls.__name__}; it has "
+            "none. Add the section (numpydoc: 'Attributes' underlined by '----------')."
+        )
+    indent = lines[header][: len(lines[header]) - len(lines[header].lstrip())]
+    end = next((i for i in range(header + 2, len(lines)) if not lines[i].strip()), len(lines))
+    lines[end:end] = [indent + line for line in INPUT_ATTRIBUTES_DOC.split("\n")]
+    cls.__doc__ = "\n".join(lines)
+    return cls
 
 
 class NotFittedDataError(DataError, NotFittedError):

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg as sla
 
-from latentfs.core.base import BaseSelector, require_y, rescaled
+from latentfs.core.base import BaseSelector, document_input_attributes, require_y, rescaled
 from latentfs.core.data import DataError, as_labels
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.leverage import _SCHEMES, _check_r, merge_duplicates
@@ -377,6 +377,7 @@ _METHODS: dict[str, Callable[..., _Picked]] = {
 }
 
 
+@document_input_attributes
 class SVMFeatureSelector(BaseSelector):
     """Feature selection for a linear SVM by BSS or leverage scores (Paul, Magdon-Ismail & Drineas).
 
@@ -424,9 +425,6 @@ class SVMFeatureSelector(BaseSelector):
     gram_deviation_ : float
         ``‖E‖₂`` of the selection.
     rank_used_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Why relevant features are often missed (issue 17; ``benchmarks/bss_table1.py``, Paul et al. Table 1 on
     their own protocol: Bhattacharyya's data, d = 1000, k = 40 relevant, 10 × 10-fold CV, ``SVC(kernel="linear",

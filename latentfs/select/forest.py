@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from latentfs.core.base import BaseSelector, require_y
+from latentfs.core.base import BaseSelector, document_input_attributes, require_y
 from latentfs.core.data import DataError, as_continuous, as_labels, as_rng
 from latentfs.core.weights import FeatureWeights
 
@@ -465,6 +465,7 @@ def forest_relevance(
     return FeatureWeights(scores, "forest.rogers_gunn", Xv.feature_names, info=info)
 
 
+@document_input_attributes
 class ForestRelevanceSelector(BaseSelector):
     """Select features by Rogers & Gunn's RF Thr (``mode="thr"``) or RF HT (``mode="ht"``, level
     ``significance``).
@@ -485,9 +486,6 @@ class ForestRelevanceSelector(BaseSelector):
     weights_ : FeatureWeights
         The t statistics, with the per-feature test in ``info``.
     support_ : ndarray of bool (n_features,)
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------

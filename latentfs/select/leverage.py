@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from latentfs.core.base import BaseSelector, rescaled
+from latentfs.core.base import BaseSelector, document_input_attributes, rescaled
 from latentfs.core.data import DataError, check_n_components
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.singular import _as_matrix, _factor, _rng, right_singular_vectors
@@ -345,6 +345,7 @@ def clustering_accuracy(labels: Any, y: Any) -> float:
 # ---------------------------------------------------------------------------------------------
 # selector
 # ---------------------------------------------------------------------------------------------
+@document_input_attributes
 class LeverageScoreSelector(BaseSelector):
     """Leverage-score feature selection for k-means (Boutsidis, Mahoney & Drineas 2009, Algorithm 1).
 
@@ -385,9 +386,6 @@ class LeverageScoreSelector(BaseSelector):
         The raw draws before merging duplicates (``n_draws``, ``"bernoulli"``, ``"top"``); with
         ``n_features_to_select`` and ``"iid"`` the kept features and their merged weights.
     singular_values_ : ndarray (k,)
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------

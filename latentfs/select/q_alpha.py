@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.core.base import BaseSelector, require_y
+from latentfs.core.base import BaseSelector, document_input_attributes, require_y
 from latentfs.core.data import DataError, DataWarning, as_labels, check_n_components, check_positive
 from latentfs.core.driver import OptimizerRun, chain_generators, run_restarts
 from latentfs.core.weights import FeatureWeights
@@ -402,6 +402,7 @@ class _QAlphaSelectorMixin:
         return BaseSelector._support_from(self, weights)  # type: ignore[arg-type]
 
 
+@document_input_attributes
 class QAlpha(_QAlphaSelectorMixin, BaseSelector):
     """Unsupervised Q-α feature selection (Wolf & Shashua 2005); ``weights_.scores`` is α.
 
@@ -426,9 +427,6 @@ class QAlpha(_QAlphaSelectorMixin, BaseSelector):
     support_ : ndarray of bool (n_features,)
     result_ : QAlphaResult
     n_iter_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
@@ -478,6 +476,7 @@ class QAlpha(_QAlphaSelectorMixin, BaseSelector):
                                     "definition": "alpha: leading eigenvector of G (Wolf & Shashua 2005, Def. 2)"})
 
 
+@document_input_attributes
 class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
     """Supervised Q-α; see :func:`supervised_q_alpha`.
 
@@ -500,9 +499,6 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
     support_ : ndarray of bool (n_features,)
     result_ : QAlphaResult
     n_iter_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------

@@ -20,7 +20,7 @@ import numpy as np
 import scipy.linalg as sla
 from sklearn.metrics.pairwise import pairwise_kernels
 
-from latentfs.core.base import BaseSelector
+from latentfs.core.base import BaseSelector, document_input_attributes
 from latentfs.core.data import DataError, check_n_components
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.q_alpha import (
@@ -189,6 +189,7 @@ def feature_kernel(X: Any, kernel: Any = "linear", *, degree: int = 2, gamma: fl
 # ---------------------------------------------------------------------------------------------
 # selector
 # ---------------------------------------------------------------------------------------------
+@document_input_attributes
 class KernelQAlpha(_QAlphaSelectorMixin, BaseSelector):
     """Kernel Q-α (Wolf & Shashua 2005, Definition 14, corrected update; feature-space centring).
 
@@ -227,9 +228,6 @@ class KernelQAlpha(_QAlphaSelectorMixin, BaseSelector):
     coefficients_ : ndarray (n_features, n_components)
         E, the implicit basis ``Q = Φᵀ E``.
     n_iter_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import ndtri, xlogy
 
-from latentfs.core.base import BaseSelector, require_y
+from latentfs.core.base import BaseSelector, document_input_attributes, require_y
 from latentfs.core.data import DataError, DataWarning, as_counts, as_labels, as_rng, check_choice
 from latentfs.core.weights import FeatureWeights
 
@@ -403,6 +403,7 @@ def text_feature_scores(
     return FeatureWeights(scores, f"text.{measure}", counts.feature_names, info=info)
 
 
+@document_input_attributes
 class TextScoreSelector(BaseSelector):
     """Keep the top ``n_features_to_select`` words (or those scoring ≥ ``threshold``) by one text measure.
 
@@ -433,9 +434,6 @@ class TextScoreSelector(BaseSelector):
     support_ : ndarray of bool (n_features,)
     k_ : int
         The k of ``n_features_to_select="auto"``.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------

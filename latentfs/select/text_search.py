@@ -52,7 +52,7 @@ from sklearn.metrics import accuracy_score, fbeta_score, make_scorer, precision_
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.naive_bayes import MultinomialNB
 
-from latentfs.core.base import BaseSelector, require_y
+from latentfs.core.base import BaseSelector, document_input_attributes, require_y
 from latentfs.core.data import DataError, as_labels, check_choice
 from latentfs.core.weights import FeatureWeights
 from latentfs.select.scores import ProbabilityEstimator, _rounded, text_feature_scores
@@ -328,6 +328,7 @@ def naive_bayes_curve(
 # --------------------------------------------------------------------------------------------------
 # Selector
 # --------------------------------------------------------------------------------------------------
+@document_input_attributes
 class TextSearchSelector(BaseSelector):
     """Wrapper selection of words by one of Mladenić's search strategies, judged by naive Bayes.
 
@@ -369,7 +370,6 @@ class TextSearchSelector(BaseSelector):
         In column indices of ``X``.
     n_iter_ : int
         Moves the search took after its start.
-    n_features_in_ : int
 
     Examples
     --------

@@ -44,7 +44,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.metrics.cluster import contingency_matrix
 from sklearn.metrics.pairwise import euclidean_distances
 
-from latentfs.core.base import check_fitted, check_X
+from latentfs.core.base import check_fitted, check_X, document_input_attributes
 from latentfs.core.data import DataError
 from latentfs.core.options import check_choice, check_float, check_int
 from latentfs.core.weights import FeatureWeights
@@ -168,6 +168,7 @@ def _fpc(
     return clusters
 
 
+@document_input_attributes
 class FPC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Fast projective clustering (Savu-Krohn & Auer 2006, Algorithm 1) as a feature extractor.
 
@@ -209,9 +210,6 @@ class FPC(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         The s_min used.
     feature_weights_ : FeatureWeights
         For each coordinate, the fraction of training rows whose cluster is bounded along it (digest §4.7).
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------

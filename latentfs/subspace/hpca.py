@@ -45,7 +45,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.preprocessing import normalize as _unit_rows
 
-from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, require_y
+from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, document_input_attributes, require_y
 from latentfs.core.data import DataError, as_labels
 from latentfs.core.options import check_choice, check_float, check_int, check_n_components
 from latentfs.core.weights import FeatureWeights
@@ -91,6 +91,7 @@ HPCA_KERNELS = ("rbf", "linear")
 # --------------------------------------------------------------------------------------------------
 # The estimator
 # --------------------------------------------------------------------------------------------------
+@document_input_attributes
 class HyperbolicPCA(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Hyperbolic PCA (Maurer 2006): the projection onto the top eigenvectors of the constraint operator T̂.
 
@@ -131,7 +132,7 @@ class HyperbolicPCA(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Transfor
         w_k = Σ_l dual_coef_[l, k] ψ(X_fit_[l]).
     offset_ : (d,) array
         Subtracted so that the training points have mean coordinates zero.
-    n_components_, n_features_in_ : int
+    n_components_ : int
     n_constraints_ : int
         Number of training constraints (ordered pairs i ≠ j for ``fit``, pairs for ``fit_pairs``).
     n_independent_ : int

@@ -67,7 +67,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from latentfs.core.base import ParamsAsDataError, check_fitted, check_X
+from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, document_input_attributes
 from latentfs.core.data import DataError
 from latentfs.core.driver import ConvergenceWarning, OptimizerRun, chain_generators, run_restarts
 from latentfs.core.options import as_rng, check_choice, check_float, check_int, check_seed
@@ -110,6 +110,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 # The estimator
 # --------------------------------------------------------------------------------------------------
+@document_input_attributes
 class InfoMaxProjection(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Orthonormal linear projection maximising an auxiliary variational bound on mutual information
     (Agakov & Barber 2006): the IM algorithm with auxiliary variables, for the auxiliary or the hybrid channel.
@@ -169,7 +170,6 @@ class InfoMaxProjection(ParamsAsDataError, ClassNamePrefixFeaturesOutMixin, Tran
     init_bounds_ : (n_init,) array
         Final bound of each restart.
     n_iter_ : int
-    n_features_in_, feature_names_in_
 
     Examples
     --------

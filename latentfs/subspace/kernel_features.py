@@ -31,7 +31,7 @@ from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from latentfs.core.base import check_fitted, check_X, check_y_finite
+from latentfs.core.base import check_fitted, check_X, check_y_finite, document_input_attributes
 from latentfs.core.data import DataError, as_labels, as_rng, check_n_components
 from latentfs.subspace.random_projection import random_projection_matrix
 
@@ -213,6 +213,7 @@ def _whitening_symmetric(M: np.ndarray, rcond: float) -> np.ndarray:
     return (vecs[:, keep] / np.sqrt(vals[keep])) @ vecs[:, keep].T
 
 
+@document_input_attributes
 class KernelFeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Blum's kernel-to-feature maps F1, F2 and F3 over landmarks (Blum 2006, Section 4).
 
@@ -251,9 +252,6 @@ class KernelFeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         ``"cholesky"`` or ``"symmetric"`` (after a fallback).
     projection_ : (d, d₃) array
         The scaled F3 projection (F3 only).
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------
@@ -411,6 +409,7 @@ def hyperplane_error(
     return (sample_weight / sample_weight.sum()) @ wrong
 
 
+@document_input_attributes
 class RandomHyperplaneWeakLearner(ClassifierMixin, BaseEstimator):
     """Blum's Algorithm 1 with the empirical threshold of footnote 2: draw unit h until error ≤ 1/2 − γ/6.
 
@@ -436,9 +435,6 @@ class RandomHyperplaneWeakLearner(ClassifierMixin, BaseEstimator):
         The (weighted) training error of h.
     classes_ : (2,) array
         The labels mapped to −1 and +1.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------

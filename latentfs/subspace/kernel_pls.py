@@ -15,7 +15,7 @@ from sklearn.base import (
     TransformerMixin,
 )
 
-from latentfs.core.base import check_fitted, check_X, require_y
+from latentfs.core.base import check_fitted, check_X, document_input_attributes, require_y
 from latentfs.core.data import DataError, check_n_components
 from latentfs.subspace.kernel_features import kernel_matrix
 from latentfs.subspace.pls_numerics import _validate_xy
@@ -67,6 +67,7 @@ def _kernel_nipals(K: np.ndarray, Y: np.ndarray, n_components: int) -> tuple[np.
     return T, U
 
 
+@document_input_attributes
 class KernelPLS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, MultiOutputMixin, BaseEstimator):
     """Kernel PLS regression with centring (Rosipal & Trejo 2001; Rosipal & Krämer 2006, Section 5).
 
@@ -91,9 +92,6 @@ class KernelPLS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixi
     K_fit_ : (n, n) array
         The uncentred training kernel.
     y_mean_ : (M,) array
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     :meth:`score` is scikit-learn's regression score, the R² of :meth:`predict`, so ``GridSearchCV`` over
     ``n_components`` or ``kernel_params`` picks the best-predicting model.

@@ -52,7 +52,7 @@ from sklearn.base import (
     TransformerMixin,
 )
 
-from latentfs.core.base import BaseSelector, check_fitted, check_X, require_y
+from latentfs.core.base import BaseSelector, check_fitted, check_X, document_input_attributes, require_y
 from latentfs.core.data import DataError, as_rng, check_n_components
 from latentfs.core.weights import FeatureWeights
 from latentfs.subspace.kernel_pls import (  # noqa: F401  (kernel PLS, re-exported)
@@ -93,6 +93,7 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 # User-facing estimators
 # --------------------------------------------------------------------------------------------------
+@document_input_attributes
 class PLS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, MultiOutputMixin, BaseEstimator):
     """Linear partial least squares (Rosipal & Krämer 2006): PLS1/PLS2, Mode A, SIMPLS.
 
@@ -128,9 +129,6 @@ class PLS(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin, Mul
         The number of components used (chosen by Q² when ``n_components="q2"``).
     n_iter_ : int
         The most inner iterations of any component (1 with ``inner="svd"``).
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     :meth:`score` is scikit-learn's regression score, the R² of :meth:`predict` (uniform average over
     responses), so ``GridSearchCV`` over ``n_components`` picks the best-predicting model.
@@ -413,6 +411,7 @@ def vip_scores(
     return FeatureWeights(point.scores, "pls.vip", point.feature_names, draws=draws, info=info)
 
 
+@document_input_attributes
 class PLSVIPSelector(BaseSelector):
     """Select features by PLS VIP scores: by the bootstrap band (default), the point VIP, or the top k.
 
@@ -442,9 +441,6 @@ class PLSVIPSelector(BaseSelector):
     weights_ : FeatureWeights
         Point VIP with the bootstrap draws.
     support_ : ndarray of bool (n_features,)
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     Examples
     --------

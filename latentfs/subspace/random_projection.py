@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from latentfs.core.base import check_fitted, check_X
+from latentfs.core.base import check_fitted, check_X, document_input_attributes
 from latentfs.core.data import DataError, as_continuous, as_rng, check_n_components
 
 __all__ = [
@@ -165,6 +165,7 @@ def _validate_maybe_sparse(X: Any, name: str = "X") -> Any:
     return as_continuous(X, name=name).values
 
 
+@document_input_attributes
 class RandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Johnson–Lindenstrauss random projection x ↦ s · x A (Blum 2006, Theorem 2).
 
@@ -184,9 +185,6 @@ class RandomProjection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
     components_ : (n_features, d) array or sparse matrix
         The scaled matrix s·A.
     n_components_ : int
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` in ``fit`` had string column names.
 
     :meth:`score` measures how well squared distances are kept (0 is perfect), so ``GridSearchCV`` can
     compare kinds at a fixed ``n_components`` (more components always score higher).
