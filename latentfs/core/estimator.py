@@ -33,7 +33,7 @@ from latentfs.core.blockwise import BlockwiseNewData
 from latentfs.core.containers import dataarray_as_frame
 from latentfs.core.data import DataError, as_array
 
-__all__ = ["LatentEstimator", "ENGINE_PARAMS", "SaveLoadMixin", "match_columns"]
+__all__ = ["LatentEstimator", "ENGINE_PARAMS", "SaveLoadMixin", "check_nonnegative", "match_columns", "round_counts"]
 
 # Estimator parameters that are engine options (the vocabulary of the README: scikit-learn's names for
 # optimisers, Pyro's for samplers).
@@ -80,6 +80,28 @@ def match_columns(estimator: Any, X: Any) -> Any:
     if given == fitted:
         return X
     return X.loc[:, fitted]
+
+
+def check_nonnegative(X: Any, who: str) -> None:
+    """Refuse a checked count matrix ``X`` (dense or scipy.sparse) holding a negative entry, naming ``who`` (the
+    estimator) and the smallest entry."""
+    data = X.data if sp.issparse(X) else X
+    if data.size and data.min() < 0:
+        raise DataError(
+            f"Negative values in data passed to {who}: X must hold non-negative counts; its smallest entry is "
+            f"{float(data.min()):g}. Pass raw counts, not centred values."
+        )
+
+
+def round_counts(X: Any) -> Any:
+    """A copy of ``X`` (dense or scipy.sparse) with every entry rounded to the nearest integer: what a count model's
+    ``non_integer="round"`` does. A sparse matrix drops the entries that round to 0."""
+    X = X.copy()
+    if sp.issparse(X):
+        X.data = np.round(X.data)
+        X.eliminate_zeros()
+        return X
+    return np.round(X)
 
 
 def _generated(names: list[str]) -> bool:
@@ -397,19 +419,9 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
                 "(rows × features), with the columns seen in fit."
             ) from None
         if self._positive_only:
-            data = X.data if sp.issparse(X) else X
-            if data.size and data.min() < 0:
-                raise DataError(
-                    f"Negative values in data passed to {type(self).__name__} (X must hold non-negative counts; "
-                    f"its smallest entry is {float(data.min()):g}). Pass raw counts, not centred values."
-                )
+            check_nonnegative(X, type(self).__name__)
         if getattr(self, "non_integer", "error") == "round":  # count models that opt in to rounding
-            X = X.copy()
-            if sp.issparse(X):
-                X.data = np.round(X.data)
-                X.eliminate_zeros()
-            else:
-                X = np.round(X)
+            X = round_counts(X)
         return X
 
     @staticmethod

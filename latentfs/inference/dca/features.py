@@ -29,6 +29,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeatures
 
 from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, check_y_finite
 from latentfs.core.data import DataError, as_counts, as_labels, check_choice, check_n_components
+from latentfs.core.estimator import check_nonnegative, round_counts
 from latentfs.core.results import Posterior
 
 __all__ = ["component_features", "fold_in_features", "DCAFeatures", "DCAClassifier"]
@@ -207,20 +208,8 @@ def _check_non_integer(non_integer: str) -> None:
 def _rounded_counts(estimator: Any, X: Any, *, reset: bool, min_samples: int = 1) -> Any:
     """``X`` checked as a non-negative count matrix (CSR kept sparse), rounded when ``non_integer="round"``."""
     X = check_X(estimator, X, reset=reset, accept_sparse="csr", ensure_min_samples=min_samples)
-    data = X.data if sp.issparse(X) else X
-    if data.size and data.min() < 0:
-        raise DataError(
-            f"Negative values in data passed to {type(estimator).__name__}: X must hold non-negative counts; its "
-            f"smallest entry is {float(data.min()):g}. Pass raw counts, not centred values."
-        )
-    if estimator.non_integer == "round":
-        X = X.copy()
-        if sp.issparse(X):
-            X.data = np.round(X.data)
-            X.eliminate_zeros()
-        else:
-            X = np.round(X)
-    return X
+    check_nonnegative(X, type(estimator).__name__)
+    return round_counts(X) if estimator.non_integer == "round" else X
 
 
 class DCAFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):

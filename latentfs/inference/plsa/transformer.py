@@ -6,12 +6,11 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from latentfs.core.base import ParamsAsDataError, check_fitted, check_X
 from latentfs.core.data import DataError, as_array, check_choice
-from latentfs.core.estimator import SaveLoadMixin
+from latentfs.core.estimator import SaveLoadMixin, check_nonnegative, round_counts
 from latentfs.evaluate.heldout import completion_loglik, completion_score, split_documents
 from latentfs.inference.plsa.em import _topic_word_of, fit_plsa, fold_in
 from latentfs.models.plsa import PLSA
@@ -93,20 +92,8 @@ class PLSATransformer(
         check_choice("non_integer", self.non_integer, ("error", "round"))
         as_array(X, name="X")  # the container first: masked entries, dates, ragged rows, meta tensors
         X = check_X(self, X, reset=reset, accept_sparse="csr")
-        data = X.data if sp.issparse(X) else X
-        if data.size and data.min() < 0:
-            raise DataError(
-                f"Negative values in data passed to PLSATransformer: X must hold non-negative counts; its smallest "
-                f"entry is {float(data.min()):g}. Pass raw counts, not centred values."
-            )
-        if self.non_integer == "round":
-            X = X.copy()
-            if sp.issparse(X):
-                X.data = np.round(X.data)
-                X.eliminate_zeros()
-            else:
-                X = np.round(X)
-        return X
+        check_nonnegative(X, "PLSATransformer")
+        return round_counts(X) if self.non_integer == "round" else X
 
     def fit(self, X: Any, y: Any = None, *, X_valid: Any = None) -> PLSATransformer:
         """Fit P(x | z) and the training documents' P(z | d); ``y`` is ignored (unsupervised)."""
