@@ -25,11 +25,15 @@ coefficient becomes Σ_g log L_g! − Σ_j log w_j!, and Θ is normalised within
 (``theta_update`` "chapter" or "map").
 
 Hyperparameter learning ascends the objective the fit records. ``learn_gamma=True`` (``theta_update="full"``
-only) sets the symmetric topic–word prior γ, every cycle from ``learn_after`` on, to the maximiser of the
+only) sets the symmetric topic–word prior γ, every cycle from the first, to the maximiser of the
 γ-dependent part of that bound, Σ_k E_q[log Dirichlet(θ_k | γ)] (:func:`gamma_update`), between the λ updates:
-coordinate ascent on the recorded bound, iterated until γ itself has settled. The chapter's and the MAP
-updates of Θ are point updates: their objectives contain Σ γ log θ without the normaliser in γ, and with it the
-joint maximiser in (Θ, γ) is γ → 0 (no smoothing at all), so γ cannot be learned on them and is refused there;
+coordinate ascent on the recorded bound, iterated until γ itself has settled. The bound has several local optima
+in (q, γ), and a learned γ follows its start into one of them, so γ is learned from each of several starts
+(``gamma_starts``, by default 0.01, 0.1 and 1, each a short run of :data:`GAMMA_SHORT_ITER` cycles) and the start
+with the highest bound is continued: type-II maximum likelihood over starts, which the model's γ does not enter.
+The chapter's and the MAP updates of Θ are point updates: their objectives contain Σ γ log θ without the
+normaliser in γ, and with it the joint maximiser in (Θ, γ) is γ → 0 (no smoothing at all), so γ cannot be
+learned on them and is refused there;
 choose it by held-out score instead (the model's default γ is 1/K, as in scikit-learn and gensim).
 ``learn_alpha`` / ``learn_beta`` update the hyperparameters after every cycle from document shapes converged at
 the cycle's Θ (:func:`latentfs.inference.dca.hyper.vb_hyper_update`: Newton on Σ_i E_q[log m_(i)] for DM α, the
@@ -43,7 +47,7 @@ the model is a unigram model repeated K times) is returned with a ``ConvergenceW
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -64,7 +68,6 @@ from latentfs.inference.dca.vb_stopping import (  # noqa: F401  (the saddle and 
     components_separated,
     flag_saddle,
     gamma_settled,
-    learns_gamma_at,
 )
 from latentfs.inference.dca.vb_updates import (  # noqa: F401  (the numerics of one cycle, re-exported)
     THREADED_WORK,
@@ -104,6 +107,22 @@ __all__ = [
 ]
 
 THETA_UPDATES = ("chapter", "map", "full")
+
+def _gamma_starts(model: DCAModel, o: Options, learn_gamma: bool) -> tuple[float, ...]:
+    """γ's starts (:data:`GAMMA_STARTS` unless given): none when γ is not learned (``gamma_starts`` then refused),
+    and only the model's γ for a warm start (``init``), which continues the fit it was given."""
+    if not learn_gamma:
+        if o.gamma_starts is not None:
+            raise DataError(f"gamma_starts={o.gamma_starts!r} sets γ's starts when it is learned; pass "
+                            "learn_gamma=True (theta_update='full'), or drop gamma_starts and set the model's gamma.")
+        return ()
+    if o.init is not None:
+        if o.gamma_starts is not None:
+            raise DataError("gamma_starts with init=…: a warm start continues the fit it was given from its γ; drop "
+                            "gamma_starts, or init.")
+        return (float(np.ravel(model.gamma)[0]),)
+    return GAMMA_STARTS if o.gamma_starts is None else tuple(o.gamma_starts)
+
 
 def _check_learn_gamma(model: DCAModel, learn_gamma: Any, theta_update: str) -> bool:
     """``learn_gamma`` checked: a bool; True needs a scalar γ, no groups and ``theta_update="full"``."""
@@ -197,6 +216,7 @@ class VBPrep:
     hyper0: dict[str, torch.Tensor]
     data: DCAData | None = None
     shards: int | None = None
+    gamma_starts: tuple[float, ...] = ()  # learn_gamma: γ's start for start r is gamma_starts[r % len]
 
 
 def _doc_restart_option(name: str, value: Any) -> Any:
@@ -217,6 +237,28 @@ def _learn_after_option(name: str, value: Any) -> int:
     return int(value)
 
 
+#: γ's starts when it is learned (``gamma_starts=None``): the learned γ follows its start into a local optimum of
+#: the bound (on the Reuters sample 0.05 / 0.07 / 0.23 from 0.01 / 0.1 / 1, on a wide simulated corpus 0.04 / 0.10
+#: / 0.19), so the fit learns it from each of these and keeps the highest bound.
+GAMMA_STARTS = (0.01, 0.1, 1.0)
+#: cycles each of γ's starts runs before the best is continued (short runs, as the pipeline's restarts make them)
+GAMMA_SHORT_ITER = 30
+
+
+def _gamma_starts_option(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    values = [value] if isinstance(value, (int, float, np.floating, np.integer)) else value
+    try:
+        out = tuple(float(v) for v in values)
+    except (TypeError, ValueError):
+        out = ()
+    if not out or isinstance(value, (str, bool)) or not all(np.isfinite(v) and v > 0 for v in out):
+        raise DataError(f"{name} must be None or a non-empty sequence of positive numbers (γ's starts when "
+                        f"learn_gamma=True); got {value!r}. Pass e.g. (0.01, 0.1, 1.0), or None for those.")
+    return out
+
+
 def _theta_update_option(name: str, value: Any) -> str:
     return str(check_choice(name, value, THETA_UPDATES))
 
@@ -227,7 +269,7 @@ def _flag(name: str, value: Any) -> Any:
 
 def _prepare_in_memory(model: DCAModel, X: Any, o: Options, learn: tuple[str, ...], learn_g: bool,
                        doc_restart: bool) -> VBPrep:
-    from latentfs.inference.dca.hyper import vb_hyper_update
+    from latentfs.inference.dca.hyper import vb_hyper_update, with_hyperparameters
 
     theta_update, inner_iters, learn_after = o.theta_update, o.inner_iters, o.learn_after
     data = prepare(X, dtype=o.dtype, device=o.device, empty_documents=o.empty_documents)
@@ -236,10 +278,10 @@ def _prepare_in_memory(model: DCAModel, X: Any, o: Options, learn: tuple[str, ..
     threads = vb_threads(o.n_threads, data, model.n_components)
     init = o.init
 
-    def start_state(gen: torch.Generator, r: int) -> VBState:
+    def start_state(gen: torch.Generator, r: int, gamma: float | None = None) -> VBState:
         if init is not None and r == 0:
             return _check_init(init, model, data, theta_update)
-        return vb_init(model, data, gen, theta_update)
+        return vb_init(model if gamma is None else with_hyperparameters(model, gamma=gamma), data, gen, theta_update)
 
     def cycle(s: VBState, track: VBTrack) -> tuple[VBState, float]:
         bounds, h = track.bounds, track.hyper
@@ -255,7 +297,7 @@ def _prepare_in_memory(model: DCAModel, X: Any, o: Options, learn: tuple[str, ..
             )
         new, objective, bound = vb_step(
             model, data, s, h, theta_update, inner_iters, "last" if doc_restart else "input", threads,
-            learn_gamma=learn_g and learns_gamma_at(len(bounds), learn_after),
+            learn_gamma=learn_g,
         )
         bounds.append(bound)
         if learn_g:
@@ -319,9 +361,13 @@ class DCAVB(EngineSpec):
         (β_k = α_k I / Σ_i E_q[l_ik], α fixed) after every cycle (module docstring). The learned values
         are in ``hyperparameters`` (``hyperparameters["learned"]`` lists them) and their value after every
         cycle in ``extras["<name>_trace"]`` (n_iter, K).
+    gamma_starts : sequence of float > 0, optional
+        ``learn_gamma`` only: γ's starts (None: :data:`GAMMA_STARTS`, 0.01, 0.1 and 1). Each start runs
+        :data:`GAMMA_SHORT_ITER` cycles, the best bound is continued to convergence (``n_init`` random starts per
+        γ start); ``diagnostics["restart_objectives"]`` has the short runs' bounds. One value: a single start.
     learn_after : int
-        Cycles run with the hyperparameters fixed before learning starts. From then on every cycle starts
-        from document shapes run to convergence at the current Θ, and each update is made from shapes
+        Cycles run with α (β) fixed before they are learned (γ is learned from the first cycle). From then on every
+        cycle starts from document shapes run to convergence at the current Θ, and each update is made from shapes
         converged at the new Θ (:func:`converge_documents`), whatever ``inner_iters`` and ``doc_restart``
         say: with the default 3 updates from a restart, Θ and q(m) are flatter than at the optimum and a
         planted α = [0.1, 0.3, 1.0] was learned as ~[0.8, 0.5, 1.1]; with converged documents, [0.10, 0.29,
@@ -330,15 +376,19 @@ class DCAVB(EngineSpec):
         identical; seen on the Reuters sample); 20 cycles avoided it in every case measured.
     learn_gamma : bool, default False
         Learn the symmetric topic–word prior γ (ungrouped model, scalar γ; ``theta_update="full"`` only, see the
-        module docstring), so the model's γ is a starting value (empirical Bayes): every cycle from
-        ``learn_after`` on, γ is set to the maximiser of the bound's Σ_k E_q[log Dirichlet(θ_k | γ)] given the
-        cycle's expected counts (:func:`gamma_update`) before λ is updated, and the fit stops only once γ has
-        settled (relative change ≤ :data:`GAMMA_TOL` per cycle) as well as the bound. The recorded bound never
-        falls. The learned value is in ``hyperparameters["gamma"]`` (``hyperparameters["learned"]`` lists it) and
-        its value after every cycle in ``extras["gamma_trace"]``; dask input learns it in the driver from the
-        summed statistics, on the same schedule. Off by default: with the chapter's Θ update (the default), a
-        small fixed γ (the model's default 1/K) scored better held-out than γ learned by the full model's bound
-        on every corpus measured (benchmarks/RESULTS.md, "γ in VB").
+        module docstring) by empirical Bayes: every cycle from the first, γ is set to the maximiser of the bound's
+        Σ_k E_q[log Dirichlet(θ_k | γ)] given the cycle's expected counts (:func:`gamma_update`) before λ is
+        updated, and the fit stops only once γ has settled (relative change ≤ :data:`GAMMA_TOL` per cycle) as well
+        as the bound. The recorded bound never falls. γ is learned from each of ``gamma_starts`` and the highest
+        bound is kept (the model's γ is not a start, except for a warm start ``init``, which continues from it).
+        After 20 cycles at a fixed start (the schedule before), the learned γ followed its start: 0.048 / 0.073 /
+        0.225 from 0.01 / 0.1 / 1 on the Reuters sample; learned from the first cycle 0.212 / 0.215 / 0.223, and on
+        a wide simulated corpus (1,000 × 10,000, K = 50) still 0.04 / 0.10 / 0.19, which the starts settle by the
+        bound (0.0415, the highest of the three). The learned value is in ``hyperparameters["gamma"]``
+        (``hyperparameters["learned"]`` lists it) and its value after every cycle in ``extras["gamma_trace"]``; dask
+        input learns it in the driver from the summed statistics, on the same schedule. Off by default: with the
+        chapter's Θ update (the default), a small fixed γ (the model's default 1/K) scored better held-out than γ
+        learned by the full model's bound on every corpus measured (benchmarks/RESULTS.md, "γ in VB").
     persist : bool
         Dask input only (see Notes): keep every validated shard in memory where it was first computed (on a
         worker under a distributed Client), instead of reading and validating it again at every cycle.
@@ -402,6 +452,8 @@ class DCAVB(EngineSpec):
         "persist": Option(True, None, "bool", "dask input: keep every validated shard where it was computed"),
         "n_threads": Option(None, _n_threads_option, "int ≥ 1 or None", "threads for the document updates"),
         "learn_gamma": Option(False, _flag, "bool", "learn the symmetric topic–word prior γ (theta_update='full')"),
+        "gamma_starts": Option(None, _gamma_starts_option, "sequence of floats > 0 or None",
+                               "learn_gamma: γ's starts, the highest bound kept (None: 0.01, 0.1, 1)"),
     }
 
     def describe(self, model_name: str) -> str:
@@ -421,6 +473,7 @@ class DCAVB(EngineSpec):
                 "from the last cycle) or learn_gamma."
             )
         doc_restart = not learn_g if o.doc_restart is None else o.doc_restart
+        gamma_starts = _gamma_starts(model, o, learn_g)
         if model.groups is not None and theta_update == "full":
             raise DataError(
                 "theta_update='full' is not available for a grouped model (groups=…); use theta_update='chapter' or "
@@ -441,16 +494,26 @@ class DCAVB(EngineSpec):
                 raise DataError(f"persist must be True or False; got {o.persist!r}.")
             from latentfs.inference.dca.vb_sharded import prepare_shards
 
-            return prepare_shards(model, X, o, learn_g, doc_restart)
-        return _prepare_in_memory(model, X, o, learn, learn_g, doc_restart)
+            prep = prepare_shards(model, X, o, learn_g, doc_restart)
+        else:
+            prep = _prepare_in_memory(model, X, o, learn, learn_g, doc_restart)
+        return replace(prep, gamma_starts=gamma_starts)
 
     def n_starts(self, prep: VBPrep, o: Options) -> int:
-        return int(o.n_init)
+        return int(o.n_init) * max(1, len(prep.gamma_starts))
+
+    def short_iter(self, prep: VBPrep, o: Options) -> int:
+        # γ's starts are compared after short runs, and the best is continued (GAMMA_SHORT_ITER)
+        return GAMMA_SHORT_ITER if len(prep.gamma_starts) > 1 else 0
 
     def start(self, prep: VBPrep, o: Options, gen: torch.Generator, index: int) -> Any:
         hyper = dict(prep.hyper0)  # this start's hyperparameters (learned ones move)
         names = prep.learn + (("gamma",) if prep.learn_gamma else ())
-        return prep.start_state(gen, index), VBTrack([], hyper, {name: [] for name in names})
+        if not prep.gamma_starts:
+            return prep.start_state(gen, index), VBTrack([], hyper, {name: [] for name in names})
+        gamma = prep.gamma_starts[index % len(prep.gamma_starts)]
+        hyper["gamma"] = torch.full_like(prep.hyper0["gamma"], gamma)
+        return prep.start_state(gen, index, gamma), VBTrack([], hyper, {name: [] for name in names})
 
     def step(self, prep: VBPrep, o: Options, state: Any) -> tuple[Any, float]:
         inner, track = state
@@ -460,8 +523,7 @@ class DCAVB(EngineSpec):
     def settled(self, prep: VBPrep, o: Options, state: Any) -> bool:
         # not at the symmetric saddle, and a learned γ has stopped moving
         inner, track = state
-        return components_separated(inner.topic_word) and gamma_settled(track.hyper_trace.get("gamma"),
-                                                                        prep.learn_after)
+        return components_separated(inner.topic_word) and gamma_settled(track.hyper_trace.get("gamma"))
 
     def report(self, o: Options) -> Any:
         callback = o.callback

@@ -18,14 +18,13 @@ import torch
 from latentfs.core.data import DataError
 from latentfs.core.relabel import component_labels
 from latentfs.inference.dca.common import DCAData, DCAModel, model_groups, prepare, resolve_model
-from latentfs.inference.dca.hyper import gamma_update
+from latentfs.inference.dca.hyper import gamma_update, with_hyperparameters
 from latentfs.inference.dca.vb import (
     VBPrep,
     VBState,
     _hyper,
     _theta_from_stats,
     init_topic_word,
-    learns_gamma_at,
     restart_shape,
     theta_objective,
     theta_stats,
@@ -156,8 +155,10 @@ def prepare_shards(model: DCAModel, X: Any, o: Any, learn_gamma: bool, doc_resta
     estep = shards.delayed(shards.shard_task, nout=3, pure=False)
     bound_at = "last" if doc_restart else "input"
 
-    def start_state(gen: torch.Generator, r: int) -> ShardedVBState:
-        theta0 = init_topic_word(model, J, summary.doc_lengths.sum(), gen, theta_update, dtype=dtype, device=device)
+    def start_state(gen: torch.Generator, r: int, gamma: float | None = None) -> ShardedVBState:
+        start_model = model if gamma is None else with_hyperparameters(model, gamma=gamma)
+        theta0 = init_topic_word(start_model, J, summary.doc_lengths.sum(), gen, theta_update, dtype=dtype,
+                                 device=device)
         if doc_restart:
             shapes: list[Any] = [None] * len(prepared)
         else:  # the chapter's schedule: each shard's shapes persist from cycle to cycle, on its worker
@@ -182,7 +183,7 @@ def prepare_shards(model: DCAModel, X: Any, o: Any, learn_gamma: bool, doc_resta
         stats = torch.as_tensor(stats_np, dtype=dtype, device=device)
         bound = float(bound_value)
         objective = bound + float(theta_objective(s.topic_word, h["gamma"], theta_update))
-        if learn_gamma and learns_gamma_at(len(bounds), learn_after):
+        if learn_gamma:  # from the first cycle, as in memory
             h["gamma"] = torch.full_like(h["gamma"], gamma_update(stats, float(h["gamma"][0])))
         bounds.append(bound)
         if learn_gamma:

@@ -31,18 +31,12 @@ def components_separated(topic_word: torch.Tensor) -> bool:
 GAMMA_TOL = 1e-3
 
 
-def learns_gamma_at(cycle: int, learn_after: int) -> bool:
-    """Whether cycle ``cycle`` (0-based) re-estimates γ: every cycle from ``learn_after`` on (the in-memory and
-    the dask fits share it)."""
-    return cycle >= learn_after
-
-
-def gamma_settled(trace: list[float] | None, learn_after: int) -> bool:
+def gamma_settled(trace: list[float] | None) -> bool:
     """True unless γ is learned (``trace``: its value after every cycle) and has not yet been updated twice, or its
     last update moved it by more than :data:`GAMMA_TOL` (relative)."""
     if trace is None:
         return True
-    return len(trace) >= learn_after + 2 and abs(trace[-1] - trace[-2]) <= GAMMA_TOL * abs(trace[-1])
+    return len(trace) >= 2 and abs(trace[-1] - trace[-2]) <= GAMMA_TOL * abs(trace[-1])
 
 
 def flag_saddle(post: Posterior, topic_word: torch.Tensor, *, warn: bool, n_iter: int) -> None:
