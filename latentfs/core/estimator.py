@@ -33,7 +33,15 @@ from latentfs.core.blockwise import BlockwiseNewData
 from latentfs.core.containers import dataarray_as_frame
 from latentfs.core.data import DataError, as_array
 
-__all__ = ["LatentEstimator", "ENGINE_PARAMS", "SaveLoadMixin", "check_nonnegative", "match_columns", "round_counts"]
+__all__ = [
+    "LatentEstimator",
+    "ENGINE_PARAMS",
+    "SaveLoadMixin",
+    "check_nonnegative",
+    "class_labels",
+    "match_columns",
+    "round_counts",
+]
 
 # Estimator parameters that are engine options (the vocabulary of the README: scikit-learn's names for
 # optimisers, Pyro's for samplers).
@@ -102,6 +110,26 @@ def round_counts(X: Any) -> Any:
         X.eliminate_zeros()
         return X
     return np.round(X)
+
+
+def class_labels(estimator: Any, y: Any, *, continuous: str = "") -> np.ndarray:
+    """``y`` of a classifier's ``fit`` as 1-D class labels: None refused (:func:`~latentfs.core.base.require_y`), NaN
+    or infinite values refused, a column vector flattened with scikit-learn's warning, a continuous target refused in
+    scikit-learn's words followed by ``continuous`` (what else the estimator's family offers for one)."""
+    from sklearn.utils.multiclass import type_of_target
+    from sklearn.utils.validation import column_or_1d
+
+    from latentfs.core.base import check_y_finite, require_y
+
+    name = type(estimator).__name__
+    require_y(estimator, y, f"{name} needs class labels: call fit(X, y) with y")
+    arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    check_y_finite(arr)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = column_or_1d(arr, warn=True)
+    if arr.ndim == 1 and arr.dtype.kind in "fc" and type_of_target(arr) == "continuous":
+        raise DataError(f"Unknown label type: continuous. y must hold class labels for {name}{continuous}.")
+    return arr
 
 
 def _generated(names: list[str]) -> bool:

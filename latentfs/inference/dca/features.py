@@ -27,9 +27,9 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, check_y_finite
+from latentfs.core.base import ParamsAsDataError, check_fitted, check_X
 from latentfs.core.data import DataError, as_counts, as_labels, check_choice, check_n_components
-from latentfs.core.estimator import check_nonnegative, round_counts
+from latentfs.core.estimator import check_nonnegative, class_labels, round_counts
 from latentfs.core.results import Posterior
 
 __all__ = ["component_features", "fold_in_features", "DCAFeatures", "DCAClassifier"]
@@ -439,7 +439,7 @@ class DCAClassifier(ParamsAsDataError, ClassifierMixin, BaseEstimator):
         _check_non_integer(self.non_integer)
         counts = as_counts(_rounded_counts(self, X, reset=True, min_samples=2), name="X", empty_documents="keep").csr
         n, J = counts.shape
-        codes, classes = as_labels(_class_labels(y), n)
+        codes, classes = as_labels(class_labels(self, y), n)
         check_n_components(self.n_components, J + classes.size, what="the number of words plus classes")
         w = self.class_tokens
         if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1:
@@ -492,21 +492,3 @@ class DCAClassifier(ParamsAsDataError, ClassifierMixin, BaseEstimator):
         if self.threshold is not None:
             return self.classes_[(proba[:, 1] >= self.threshold).astype(np.int64)]
         return self.classes_[np.argmax(proba, axis=1)]
-
-
-def _class_labels(y: Any) -> Any:
-    """y as 1-D class labels (a column vector flattened with scikit-learn's warning); a continuous target is
-    refused in scikit-learn's words."""
-    from sklearn.utils.multiclass import type_of_target
-    from sklearn.utils.validation import column_or_1d
-
-    if y is None:
-        raise DataError("DCAClassifier needs class labels: call fit(X, y) with y (DCAClassifier requires y to be "
-                        "passed, but the target y is None).")
-    arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
-    check_y_finite(arr)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = column_or_1d(arr, warn=True)
-    if arr.ndim == 1 and arr.dtype.kind in "fc" and type_of_target(arr) == "continuous":
-        raise DataError("Unknown label type: continuous. y must hold class labels for DCAClassifier.")
-    return arr

@@ -13,10 +13,8 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin
-from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import column_or_1d
 
-from latentfs.core.base import ParamsAsDataError, check_fitted, check_X, check_y_finite
+from latentfs.core.base import ParamsAsDataError, check_fitted, check_X
 from latentfs.core.blockwise import BlockwiseNewData
 from latentfs.core.data import (
     DataError,
@@ -28,7 +26,7 @@ from latentfs.core.data import (
     check_n_components,
     check_positive,
 )
-from latentfs.core.estimator import match_columns
+from latentfs.core.estimator import class_labels, match_columns
 from latentfs.inference.hdda import numerics as _numerics
 from latentfs.inference.hdda.hddc import fit_hddc
 
@@ -176,7 +174,8 @@ class HDDA(ClassifierMixin, _HDDBase):
         num = _num()
         data = self._fit_input(X, min_samples=2)
         Xv = data.values
-        codes, classes = as_labels(_class_labels(y), Xv.shape[0], name="y", min_classes=2)
+        continuous = " (a classifier); use HDDC for clusters or a regression model for a continuous target"
+        codes, classes = as_labels(class_labels(self, y, continuous=continuous), Xv.shape[0], name="y", min_classes=2)
         counts = np.bincount(codes, minlength=classes.size)
         if (counts < 2).any():
             bad = int(np.flatnonzero(counts < 2)[0])
@@ -359,21 +358,3 @@ class HDDC(ClusterMixin, _HDDBase):
                 x = x + (z if q is None else z @ q.T)
             out[rows] = x
         return out, labels
-
-
-def _class_labels(y: Any) -> Any:
-    """y as a 1-D array of class labels (a column vector is flattened with scikit-learn's warning);
-    a continuous target is refused with scikit-learn's wording."""
-    if y is None:
-        raise DataError("HDDA needs class labels: call fit(X, y) with y (HDDA requires y to be passed, but the "
-                        "target y is None).")
-    arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
-    check_y_finite(arr)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = column_or_1d(arr, warn=True)
-    if arr.ndim == 1 and arr.dtype.kind in "fc" and type_of_target(arr) == "continuous":
-        raise DataError(
-            "Unknown label type: continuous. y must hold class labels for HDDA (a classifier); "
-            "use HDDC for clusters or a regression model for a continuous target."
-        )
-    return arr
