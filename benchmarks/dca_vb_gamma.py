@@ -95,8 +95,11 @@ def main() -> None:
         rows = [
             ("latentfs default" + (f" ({base})" if base else " (γ = 1/K)"), base, {}),
             ("γ = 0.5 fixed (the old default start)", {**base, "gamma": 0.5}, {}),
-        ] + [(f"learn_gamma, theta_update='full', from γ = {g}", {**base, "gamma": g},
-              {"theta_update": "full", "learn_gamma": True}) for g in (0.01, 0.1, 1.0)]
+        ] + [(f"learn_gamma, theta_update='full', one start γ = {g}", {**base, "gamma": g},
+              {"theta_update": "full", "learn_gamma": True, "gamma_starts": (g,)}) for g in (0.01, 0.1, 1.0)] + [
+            ("learn_gamma, theta_update='full', default starts (0.01, 0.1, 1; best bound)", base,
+             {"theta_update": "full", "learn_gamma": True}),
+        ]
         for label, model_kw, options in rows:
             n, cpu, rose, gamma, score, saddle = run(train, K, split, model_kw, options)
             lines.append(f"| {label} | {n} | {cpu:.1f} | {'yes' if rose else 'NO'} | {gamma:.4g} | {score:.4f} | "
