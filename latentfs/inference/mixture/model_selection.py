@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -340,6 +340,26 @@ def _lrt_statistic(
     return max(lam, 0.0), null
 
 
+_T = TypeVar("_T")
+
+
+def accepted_replicates(n: int, draw: Callable[[], _T], give_up: Callable[[int], str]) -> list[_T]:
+    """``n`` values of ``draw()``, one bootstrap replicate each; a replicate the model refuses (``draw`` raises
+    :class:`DataError`: a constant column, a collapsed component) is drawn again. After ``10 n`` draws, a
+    :class:`DataError` with the message ``give_up(rejected)``, ``rejected`` the draws refused."""
+    out: list[_T] = []
+    tries = 0
+    while len(out) < n:
+        tries += 1
+        if tries > 10 * n:
+            raise DataError(give_up(tries - 1))
+        try:
+            out.append(draw())
+        except DataError:
+            continue
+    return out
+
+
 def bootstrap_lrt(
     model: Any, X: Any, n_components: int, *, n_bootstrap: int = 99, seed: Any = 0, n_init: int = 3, **fit_options: Any
 ) -> BootstrapLRT:
@@ -368,21 +388,17 @@ def bootstrap_lrt(
     fam = family_for(model.with_n_components(k0), X)
     params = {s: null.mean(s) for s in null.sites}
     n = fam.n
-    lams: list[float] = []
-    tries = 0
-    while len(lams) < n_bootstrap:
-        tries += 1
-        if tries > 10 * n_bootstrap:
-            raise DataError(
-                f"bootstrap_lrt could not draw valid replicates from the fitted {k0}-component model "
-                f"({tries - 1} attempts were rejected). Use more data or fewer components."
-            )
+
+    def replicate() -> float:
         Xb = fam.sample_data(params, n, rng)
-        try:
-            lam_b, _ = _lrt_statistic(model, Xb, k0, int(rng.integers(2**31)), n_init, fit_options)
-        except DataError:
-            continue
-        lams.append(lam_b)
-    null_stats = np.asarray(lams)
+        return _lrt_statistic(model, Xb, k0, int(rng.integers(2**31)), n_init, fit_options)[0]
+
+    def give_up(rejected: int) -> str:
+        return (
+            f"bootstrap_lrt could not draw valid replicates from the fitted {k0}-component model "
+            f"({rejected} attempts were rejected). Use more data or fewer components."
+        )
+
+    null_stats = np.asarray(accepted_replicates(n_bootstrap, replicate, give_up))
     p = (1.0 + float((null_stats >= stat).sum())) / (n_bootstrap + 1.0)
     return BootstrapLRT(statistic=stat, p_value=p, null_statistics=null_stats, n_components=k0)

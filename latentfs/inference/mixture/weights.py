@@ -155,6 +155,7 @@ def bootstrap_feature_weights(
     """
     from latentfs.core.registry import fit
     from latentfs.inference.mixture.em import family_for
+    from latentfs.inference.mixture.model_selection import accepted_replicates
 
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 2:
         raise DataError(f"n_bootstrap must be an integer ≥ 2; got {n_bootstrap!r}.")
@@ -163,21 +164,19 @@ def bootstrap_feature_weights(
     point = mixture_feature_weights(base)
     raw = family_for(model, X).raw
     rng = np.random.default_rng(seed)
-    draws: list[np.ndarray] = []
-    tries = 0
-    while len(draws) < n_bootstrap:
-        tries += 1
-        if tries > 10 * n_bootstrap:
-            raise DataError(
-                f"bootstrap_feature_weights could not fit {tries - 1} resampled data sets (constant columns or "
-                "collapsed components). Use more data, fewer components or a larger reg_covar."
-            )
+
+    def replicate() -> np.ndarray:
         idx = rng.integers(0, raw.shape[0], raw.shape[0])
-        try:
-            res = fit(model, raw[idx], method="em", seed=int(rng.integers(2**31)), n_init=n_init, **opts)
-        except DataError:
-            continue
-        draws.append(mixture_feature_weights(res).scores)
+        res = fit(model, raw[idx], method="em", seed=int(rng.integers(2**31)), n_init=n_init, **opts)
+        return mixture_feature_weights(res).scores
+
+    def give_up(rejected: int) -> str:
+        return (
+            f"bootstrap_feature_weights could not fit {rejected} resampled data sets (constant columns or "
+            "collapsed components). Use more data, fewer components or a larger reg_covar."
+        )
+
+    draws = accepted_replicates(n_bootstrap, replicate, give_up)
     return FeatureWeights(
         point.scores,
         _METHOD,
