@@ -7,7 +7,12 @@ A family's estimator (for example :class:`latentfs.inference.dca.estimator.DCA`)
 does the rest the scikit-learn way: parameters stored as given in ``__init__`` and validated in ``fit``;
 data checked with :func:`sklearn.utils.validation.validate_data`; learned attributes ending in ``_``
 (``posterior_`` holds the full result, ``components_``, ``n_features_in_``, ``feature_names_in_``);
-``get_feature_names_out`` and ``set_output`` (through :class:`~sklearn.base.TransformerMixin`).
+``get_feature_names_out`` and ``set_output`` (through :class:`~sklearn.base.TransformerMixin`). A finite
+mixture's estimator subclasses :class:`LatentClusterer` and says one thing more, the log joint of a row and each
+component (``_log_joint_of``); the responsibilities, labels and per-row log-likelihood follow from it.
+
+The rules for input that estimators outside this base share are here too: a count matrix's
+(:func:`check_nonnegative`, :func:`round_counts`) and a classifier's ``y`` (:func:`class_labels`).
 
 Columns are matched by name: an estimator fitted on a DataFrame reorders the columns of a new DataFrame to
 the order seen in ``fit``, and raises :class:`~latentfs.core.data.DataError` naming any missing or extra
@@ -26,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from latentfs.core.blockwise import BlockwiseNewData
@@ -34,6 +39,7 @@ from latentfs.core.containers import dataarray_as_frame
 from latentfs.core.data import DataError, as_array
 
 __all__ = [
+    "LatentClusterer",
     "LatentEstimator",
     "ENGINE_PARAMS",
     "SaveLoadMixin",
@@ -621,3 +627,65 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
         tags.input_tags.allow_nan = self._allow_nan
         tags.non_deterministic = False
         return tags
+
+
+class LatentClusterer(ClusterMixin, DensityMixin, LatentEstimator):
+    """Base of the finite-mixture estimators: a subclass gives ``_log_joint_of(X)``, the (n, K) torch tensor
+    log π_k + log g_k(x_n) of validated rows at the fitted parameters, and sets ``weights_`` (π) before calling this
+    class's ``_after_fit``; the base gives the rest of the clusterer.
+
+    ``predict_proba`` (and ``transform``) gives the responsibilities τ_nk = π_k g_k(x_n) / Σ_l π_l g_l(x_n)
+    (Titterington 2006, §1.4), ``predict`` their arg max, ``score_samples`` log Σ_k π_k g_k(x_n), ``score`` its mean
+    per row, and ``labels_`` the component of each training row (not set for a fit adopted from a result or on a
+    dask array, where no training rows are at hand).
+    """
+
+    weights_: np.ndarray
+
+    def _log_joint_of(self, X: np.ndarray) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _after_fit(self, X: Any) -> None:
+        if X is not None:  # None: adopted from a result (Posterior.estimator) or fitted on shards, no rows at hand
+            self.labels_ = np.asarray(self._log_joint_of(X).argmax(1), dtype=np.int64)
+
+    def _log_joint(self, X: Any) -> Any:
+        """log π_k + log g_k(x_n) of new rows (validated, columns matched), (n, K).
+
+        Computed row by row from the fitted parameters, not through the engines' data preparation, so that a
+        single row or a batch with a constant column is scored like any other.
+        """
+        self._check_fitted()
+        return self._log_joint_of(self._validate(X, reset=False))
+
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.weights_.shape[0])
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Responsibilities P(component | x), shape (n_samples, n_components); rows sum to 1."""
+        import torch
+
+        return torch.softmax(self._log_joint(X), 1).numpy()
+
+    def transform(self, X: Any) -> np.ndarray:
+        """The responsibilities (:meth:`predict_proba`), the samples' representation."""
+        return self.predict_proba(X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable component of each row."""
+        return np.asarray(self.predict_proba(X).argmax(1), dtype=np.int64)
+
+    def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
+        """Fit, then the component of each training row (``labels_``)."""
+        return np.asarray(self.fit(X).labels_)
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """log p(x_n) = log Σ_k π_k g_k(x_n) of each row."""
+        import torch
+
+        return torch.logsumexp(self._log_joint(X), 1).numpy()
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Mean log-likelihood per row (higher is better); ``y`` is ignored."""
+        return float(self.score_samples(X).mean())

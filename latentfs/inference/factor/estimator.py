@@ -25,9 +25,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 import torch
-from sklearn.base import ClusterMixin, DensityMixin
 
-from latentfs.core.estimator import LatentEstimator
+from latentfs.core.estimator import LatentClusterer, LatentEstimator
 from latentfs.models.factor import FactorAnalysis, MixtureOfFactorAnalyzers
 
 __all__ = ["FactorAnalyzer", "MixtureOfFactorAnalyzersClusterer"]
@@ -171,7 +170,7 @@ class FactorAnalyzer(LatentEstimator):
         return float(self.score_samples(X).mean())
 
 
-class MixtureOfFactorAnalyzersClusterer(ClusterMixin, DensityMixin, LatentEstimator):
+class MixtureOfFactorAnalyzersClusterer(LatentClusterer):
     """Mixture of factor analysers (:class:`~latentfs.models.factor.MixtureOfFactorAnalyzers`) with the
     scikit-learn contract.
 
@@ -236,8 +235,7 @@ class MixtureOfFactorAnalyzersClusterer(ClusterMixin, DensityMixin, LatentEstima
         self.components_ = np.asarray(post.mean("mean"), dtype=np.float64)
         self.loadings_ = np.asarray(post.mean("loadings"), dtype=np.float64)
         self.noise_variance_ = np.asarray(post.mean("noise_variance"), dtype=np.float64)
-        if X is not None:  # None: adopted from a result (Posterior.estimator), no training rows at hand
-            self.labels_ = np.asarray(self._log_joint_of(X).argmax(1), dtype=np.int64)
+        super()._after_fit(X)  # labels_
 
     def _log_joint_of(self, X: np.ndarray) -> torch.Tensor:
         """log π_k + log N(x_n | μ_k, W_k W_kᵀ + Λ), (n, K)."""
@@ -250,31 +248,3 @@ class MixtureOfFactorAnalyzersClusterer(ClusterMixin, DensityMixin, LatentEstima
         )
         logdens, _, _ = mfa_component_log_density(params, t(X))
         return logdens + torch.log(t(self.weights_).clamp_min(1e-300))[None, :]
-
-    def _log_joint(self, X: Any) -> torch.Tensor:
-        self._check_fitted()
-        return self._log_joint_of(self._validate(X, reset=False))
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Responsibilities P(analyser | x), shape (n_samples, n_components); rows sum to 1."""
-        return torch.softmax(self._log_joint(X), 1).numpy()
-
-    def transform(self, X: Any) -> np.ndarray:
-        """The responsibilities (:meth:`predict_proba`), the samples' representation."""
-        return self.predict_proba(X)
-
-    def predict(self, X: Any) -> np.ndarray:
-        """The most probable analyser of each row."""
-        return np.asarray(self.predict_proba(X).argmax(1), dtype=np.int64)
-
-    def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
-        """Fit, then the analyser of each training row (``labels_``)."""
-        return np.asarray(self.fit(X).labels_)
-
-    def score_samples(self, X: Any) -> np.ndarray:
-        """log p(x_n) = log Σ_k π_k N(x_n | μ_k, W_k W_kᵀ + Λ) of each row."""
-        return torch.logsumexp(self._log_joint(X), 1).numpy()
-
-    def score(self, X: Any, y: Any = None) -> float:
-        """Mean log-likelihood per row (higher is better); ``y`` is ignored."""
-        return float(self.score_samples(X).mean())

@@ -21,16 +21,16 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import ClusterMixin, DensityMixin
 
-from latentfs.core.estimator import LatentEstimator
+from latentfs.core.estimator import LatentClusterer
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 __all__ = ["GaussianMixtureClusterer", "LatentClassClusterer", "LatentProfileClusterer"]
 
 
-class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
-    """Shared prediction code; subclasses build the model."""
+class _MixtureEstimator(LatentClusterer):
+    """Shared code: the fitted attributes, the component densities, ``partial_fit`` and the information criteria;
+    the prediction methods are :class:`~latentfs.core.estimator.LatentClusterer`'s; subclasses build the model."""
 
     _min_samples = 2
     _param_sites: tuple[str, ...] = ("weights", "means", "covariance")
@@ -46,20 +46,10 @@ class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
         # scikit-learn's meaning: whether the fit met its stopping rule (n_iter_ is set by LatentEstimator.fit). A
         # sampler has no stopping rule: converged_ is the R̂ / ESS rule on every site (Posterior.check_convergence).
         self.converged_ = bool(post._convergence_status()[0] == "converged")
-        if X is not None:  # None: adopted from a result (Posterior.estimator), no training rows at hand
-            self.labels_ = np.asarray(self._log_joint_of(X).argmax(1), dtype=np.int64)
-
-    def _log_joint(self, X: Any) -> Any:
-        """log η_k + log g_k(x_n), (n, K) as a torch tensor, at the fitted parameters (posterior means).
-
-        Computed row by row from the parameters, not through the engines' data preparation, so that a
-        single row or a batch with a constant column is scored like any other.
-        """
-
-        self._check_fitted()
-        return self._log_joint_of(self._validate(X, reset=False))
+        super()._after_fit(X)  # labels_
 
     def _log_joint_of(self, X: np.ndarray) -> Any:
+        """log η_k + log g_k(x_n), (n, K) as a torch tensor, at the fitted parameters (posterior means)."""
         import torch
 
         log_weights = np.log(np.clip(self.weights_, 1e-300, None))
@@ -118,39 +108,6 @@ class _MixtureEstimator(ClusterMixin, DensityMixin, LatentEstimator):
 
     def _covariance_type(self) -> str:
         return str(self._make_model().covariance_type)
-
-    @property
-    def _n_features_out(self) -> int:
-        return int(self.weights_.shape[0])
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Responsibilities P(component | x), shape (n_samples, n_components); rows sum to 1."""
-        import torch
-
-        lj = self._log_joint(X)
-        return torch.softmax(lj, 1).numpy()
-
-    def transform(self, X: Any) -> np.ndarray:
-        """The responsibilities (:meth:`predict_proba`), the samples' representation."""
-        return self.predict_proba(X)
-
-    def predict(self, X: Any) -> np.ndarray:
-        """The most probable component of each row."""
-        return np.asarray(self.predict_proba(X).argmax(1), dtype=np.int64)
-
-    def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
-        """Fit, then the component of each training row (``labels_``)."""
-        return np.asarray(self.fit(X).labels_)
-
-    def score_samples(self, X: Any) -> np.ndarray:
-        """log p(x_n) = log Σ_k η_k g_k(x_n) of each row."""
-        import torch
-
-        return torch.logsumexp(self._log_joint(X), 1).numpy()
-
-    def score(self, X: Any, y: Any = None) -> float:
-        """Mean log-likelihood per row (higher is better); ``y`` is ignored."""
-        return float(self.score_samples(X).mean())
 
     def _n_parameters(self) -> int:
         """Free parameters of the fitted model (the count scikit-learn's ``GaussianMixture._n_parameters`` gives
