@@ -169,13 +169,27 @@ def _figure(result: Any, weights: Any, path: Path) -> bool:
     return True
 
 
+def _output_folder(value: str) -> Path:
+    """The folder ``demo --output`` writes to, created if missing, checked before anything is fitted."""
+    path = Path(value)
+    blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        fail(f"--output {value}: {blocker} is a file, not a folder; choose another path for the demo's files.")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--output {value}: cannot create the folder ({exc.strerror}); choose a folder you can write to.")
+    if not os.access(path, os.W_OK):
+        fail(f"--output {value}: cannot write to {path} (permission denied); choose a folder you can write to.")
+    return path
+
+
 def demo(args: argparse.Namespace) -> int:
     _threads()
     import latentfs
     from latentfs.datasets import load_reuters
 
-    out_dir = Path(args.output)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = _output_folder(args.output)
     corpus = load_reuters()
     print(f"Reuters sample from the lda package: {corpus.shape[0]} documents × {corpus.shape[1]} words, "
           f"{int(corpus.counts.sum())} tokens")

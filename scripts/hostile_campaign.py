@@ -14,10 +14,20 @@ is one univariate sequence, numeric strings, which scikit-learn's estimators rea
 its plain form: a DataError is clean, a result is clean only when it equals the result on the plain form, and when
 the plain form is refused this one must be too.
 
+Four more classes (issue 31, item 11) reach the entry points the in-memory classes do not: **dask**
+(``latentfs.fit`` on a dask array for every engine that takes one, and the estimators' ``fit`` and new-data methods
+on dask arrays, compared with the same method on the numpy data: a bad entry in one chunk only, columns split over
+chunks, an empty chunk, unknown chunk sizes, 1-D, 3-D, zero rows, float and int8/uint8 counts, a dask DataFrame,
+extreme scales), **streams** (``partial_fit`` with a bad batch first or after a good one, and the online engines
+given an iterator or list of mini-batches with a bad one in the middle, whose DataError must name the batch, chunk or
+row: one that does not counts as a crash), **shards** (``open_shards``/``save_shards`` on malformed folders and
+arguments, and a fit on a folder with a bad shard) and **cli** (``latentfs.cli.main(argv)`` in-process: clean is a
+non-zero exit with one line on stderr and no traceback, or a result where the input is legal).
+
 Runs are in-process (``try``/``except``) under a per-run alarm (``--timeout`` seconds) and an address-space
 cap (``--memory`` GiB above the start), so that a run asking for terabytes fails fast instead of swapping.
 
-Usage (about 2-4 minutes on one core)::
+Usage (about 3-5 minutes on one core)::
 
     OMP_NUM_THREADS=1 python scripts/hostile_campaign.py                  # the working tree
     git archive 5adbc47 | tar -x -C /tmp/before
@@ -32,12 +42,14 @@ the strings (``--entry HMM HDDC``), for a quick look while fixing. ``--details F
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import io
 import json
 import os
 import pickle
 import resource
+import shutil
 import signal
 import sys
 import tempfile
@@ -65,6 +77,7 @@ class Same:
     result on ``ref``; a result that differs is silent. When ``ref`` itself is refused, the input must be too."""
 
     ref: Any
+    rtol: float = 1e-8
 
 
 class RunTimeout(Exception):
@@ -110,13 +123,15 @@ def _finite(obj: Any, depth: int = 0) -> bool:
     return True
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: Any, b: Any, rtol: float = 1e-8) -> bool:
     """Whether two results agree: every site's mean of two Posteriors, or two arrays (NaN equal to NaN)."""
     if type(a).__name__ == "Posterior" and type(b).__name__ == "Posterior":
-        return a.sites == b.sites and all(_same(a.mean(s), b.mean(s)) for s in a.sites)
+        return a.sites == b.sites and all(_same(a.mean(s), b.mean(s), rtol) for s in a.sites)
+    if isinstance(a, float) and isinstance(b, float):
+        return bool(np.isclose(a, b, rtol=rtol, atol=1e-12, equal_nan=True))
     if hasattr(a, "shape") or hasattr(b, "shape"):
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-        return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-8, atol=1e-12, equal_nan=True))
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=1e-12, equal_nan=True))
     return True
 
 
@@ -126,7 +141,9 @@ def run_one(klass: str, entry: str, case: str, legality: Any, thunk: Callable[[]
     from latentfs.core.data import DataError
 
     reference: Any = None
+    rtol = 1e-8
     if isinstance(legality, Same):
+        rtol = legality.rtol
         assert expect is not None
         ref = run_one(klass, entry, case + " (reference)", LEGAL, expect, timeout)
         if ref.status != "clean" or ref.detail.startswith("DataError"):
@@ -160,7 +177,7 @@ def run_one(klass: str, entry: str, case: str, legality: Any, thunk: Callable[[]
         return Outcome(klass, entry, case, "crash", f"result unreadable: {type(exc).__name__}: {str(exc)[:120]}")
     if not finite:
         return Outcome(klass, entry, case, "silent", "NaN/inf in the result")
-    if reference is not None and not _same(result, reference):
+    if reference is not None and not _same(result, reference, rtol):
         return Outcome(klass, entry, case, "silent", "differs from the result on the same data given plainly")
     if legality == ILLEGAL:
         return Outcome(klass, entry, case, "silent", "returned a result where an error was due")
@@ -524,6 +541,8 @@ def campaign(timeout: int, only: set[str] | None,  # noqa: C901 - a flat list of
         add("results", entry, "to_inference_data(num_draws=-1)", ILLEGAL,
             lambda post=post: post.to_inference_data(num_draws=-1))
 
+    campaign_more(add, only)
+
     # files
     if only is not None and "files" not in only:
         return out
@@ -657,6 +676,520 @@ def file_cases(tdir: Path, good: Path | None, prefix: str = "post") -> Iterator[
     yield "arrays with inconsistent shapes", inconsistent_member
 
 
+# ----------------------------------------------------------------------------------------------- issue 31, item 11:
+# dask paths, streams, shard folders and the command line
+
+
+def _dask(X: Any, rows: int = 10) -> Any:
+    import dask.array as da
+
+    return da.from_array(X, chunks=(rows,) + (-1,) * (X.ndim - 1), asarray=not sp.issparse(X))
+
+
+def _computed(result: Any) -> Any:
+    """A lazy result computed (errors inside a block's task are raised here), on dask's synchronous scheduler."""
+    import dask
+
+    if hasattr(result, "dask") or type(result).__module__.startswith("dask"):
+        (result,) = dask.compute(result, scheduler="synchronous")
+    return result
+
+
+def _one_cell(X: np.ndarray, value: Any, row: int | None = None) -> np.ndarray:
+    """``X`` as float with ``value`` in one cell of ``row`` (by default one in the last row chunk only)."""
+    out = X.astype(np.float64).copy()
+    out[X.shape[0] - 2 if row is None else row, 1] = value
+    return out
+
+
+def dask_fit_cases(X: np.ndarray, kind: str) -> Iterator[tuple[str, Any, Any]]:
+    """(name, legality, dask data) for a dask-taking engine, built from its legal in-memory ``X``."""
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    plain = _dask(X)
+    if kind == "counts":
+        yield "negative entry in one chunk", ILLEGAL, _dask(_one_cell(X, -1))
+        yield "fractional count in one chunk", ILLEGAL, _dask(_one_cell(X, 0.5))
+        yield "float counts", Same(plain), _dask(X.astype(np.float64))
+        small = np.minimum(X, 20).astype(np.int64)
+        small[0, :] = 120  # the row's total (960) overflows int8 if an engine sums in the input's type
+        yield "int8 counts whose row totals overflow int8", Same(_dask(small)), _dask(small.astype(np.int8))
+        yield "uint8 counts whose row totals overflow uint8", Same(_dask(small)), _dask(small.astype(np.uint8))
+        yield "sparse chunks", Same(plain), _dask(sp.csr_matrix(X))
+        yield "1e300 cell in one chunk", ILLEGAL, _dask(_one_cell(X, 1e300))
+        yield "one document", EITHER, _dask(X[:1])
+        yield "constant columns", EITHER, _dask(np.full_like(X, 2))
+    elif kind == "categorical":
+        yield "negative category in one chunk", ILLEGAL, _dask(_one_cell(X, -1))
+        yield "fractional category in one chunk", ILLEGAL, _dask(_one_cell(X, 0.5))
+        yield "one class in every column", EITHER, _dask(np.zeros_like(X))
+        yield "one row", EITHER, _dask(X[:1])
+    else:
+        yield "scaled by 1e-200", EITHER, _dask(X * 1e-200)
+        yield "scaled by 1e300", EITHER, _dask(X * 1e300)
+        yield "shifted by 1e15", EITHER, _dask(X + 1e15)
+        yield "constant column", EITHER, _dask(np.column_stack([X[:, :-1], np.full(X.shape[0], 3.0)]))
+        yield "ties (values rounded to integers)", EITHER, _dask(np.round(X))
+        yield "one row", EITHER, _dask(X[:1])
+        yield "float32 chunks", EITHER, _dask(X.astype(np.float32))
+    yield "NaN in one chunk", (ILLEGAL if kind != "continuous" else EITHER), _dask(_one_cell(X, np.nan))
+    yield "inf in one chunk", ILLEGAL, _dask(_one_cell(X, np.inf))
+    yield "columns split over chunks", Same(plain), da.from_array(X, chunks=(10, X.shape[1] // 2))
+    yield "an empty chunk", Same(plain), da.concatenate([_dask(X[:0]), plain], axis=0)
+    yield "unknown chunk sizes", Same(plain), plain[plain[:, 0] > -1]
+    yield "1-D", ILLEGAL, _dask(X[:, 0].copy())
+    yield "3-D", ILLEGAL, da.from_array(X[None, :, :], chunks=(1, 10, -1))
+    yield "zero rows", ILLEGAL, _dask(X[:0])
+    yield "complex chunks", ILLEGAL, _dask(X.astype(np.complex128))
+    yield "string chunks", ILLEGAL, _dask(X.astype(str))
+    # a dask DataFrame is read as the in-memory matrix it holds (not shard by shard): the same as the numpy fit
+    yield "dask DataFrame", Same(X), dd.from_pandas(pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])]),
+                                                        npartitions=2)
+
+
+def estimator_dask_cases(X: np.ndarray, kind: str) -> Iterator[tuple[str, Any]]:
+    """(name, new data as numpy) for an estimator's new-data methods on a dask array (each compared with the same
+    method on the numpy data, which gives the legality)."""
+    if kind == "counts":
+        yield "negative entry in one chunk", _one_cell(X, -1)
+    if kind == "categorical":
+        yield "negative category in one chunk", _one_cell(X, -1)
+        yield "unseen category in one chunk", _one_cell(X, 7)
+    yield "NaN in one chunk", _one_cell(X, np.nan)
+    yield "inf in one chunk", _one_cell(X, np.inf)
+    yield "wrong width", X[:, :-1].copy()
+    yield "zero rows", X[:0]
+    yield "one row", X[:1].copy()
+    if kind == "continuous":
+        yield "scaled by 1e300", X * 1e300
+        yield "shifted by 1e15", X + 1e15
+
+
+def stream_batches(X: np.ndarray, kind: str) -> Iterator[tuple[str, Any, Any]]:
+    """(name, legality, batch) for one bad mini-batch (in the middle of a stream, or given to partial_fit)."""
+    yield "wrong width", ILLEGAL, X[:8, :-1].copy()
+    yield "NaN batch", (EITHER if kind == "continuous" else ILLEGAL), _one_cell(X[:8], np.nan, row=3)
+    yield "inf batch", ILLEGAL, _one_cell(X[:8], np.inf, row=3)
+    yield "empty batch", EITHER, X[:0]
+    yield "batch of one row", EITHER, X[:1].copy()
+    yield "1-D batch", ILLEGAL, X[0].copy()
+    # numeric strings: refused by latentfs.fit, read as numbers by the estimators (then the same as the numbers)
+    yield "string batch", Same(X[:8].astype(np.float64)), X[:8].astype(str)
+    if kind == "counts":
+        yield "negative batch", ILLEGAL, _one_cell(X[:8], -1, row=3)
+        yield "1e300 batch", ILLEGAL, _one_cell(X[:8], 1e300, row=3)
+    elif kind == "categorical":
+        yield "negative category batch", ILLEGAL, _one_cell(X[:8], -1, row=3)
+    else:
+        yield "batch scaled by 1e300", EITHER, X[:8] * 1e300
+        yield "batch scaled by 1e-200", EITHER, X[:8] * 1e-200
+
+
+def _names_batch(thunk: Callable[[], Any]) -> Callable[[], Any]:
+    """A stream fit whose DataError must say which batch (or chunk) was bad: one that does not is a crash."""
+    from latentfs.core.data import DataError
+
+    def run() -> Any:
+        try:
+            return thunk()
+        except DataError as exc:
+            text = str(exc).lower()
+            if not any(w in text for w in ("batch", "chunk", "row")):
+                raise AssertionError(f"the error does not name the bad batch: {exc}") from exc
+            raise
+
+    return run
+
+
+def _cli(argv: list[str], expect_file: Path | None = None) -> Any:
+    """``latentfs.cli.main(argv)`` in-process. A non-zero exit with a one-line message (no traceback) raises a
+    DataError (clean where an error is due); any other exception, or a message over several lines, is a crash; a
+    zero exit returns the result written to ``expect_file`` (read back with ``latentfs.load``)."""
+    import latentfs
+    from latentfs.cli import main
+    from latentfs.core.data import DataError
+
+    err, outbuf = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(outbuf):
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1 if exc.code else 0
+    lines = [line for line in err.getvalue().splitlines() if line.strip() and "warning:" not in line
+             and not line.startswith("latentfs: note")]
+    if code != 0:
+        if "Traceback" in err.getvalue() or len(lines) != 1:
+            raise RuntimeError(f"exit {code} with {len(lines)} line(s) on stderr: {err.getvalue()[:300]!r}")
+        raise DataError(f"exit {code}: {lines[0]}")
+    if expect_file is not None and expect_file.exists():
+        return latentfs.load(expect_file)
+    return {"exit": code}
+
+
+def campaign_more(add: Callable[..., None], only: set[str] | None) -> None:  # noqa: C901 - a flat list of cases
+    """The classes ``dask``, ``streams``, ``shards`` and ``cli``."""
+    import latentfs
+    from latentfs.core.registry import _ENGINES, _load_engines
+
+    def wanted(klass: str) -> bool:
+        return only is None or klass in only
+
+    makers = {name: make for label, make, _ in fit_targets() for name in [label.split("[")[1].split("/")[0]]}
+
+    # dask: latentfs.fit on a dask array, every engine that takes one
+    if wanted("dask"):
+        _load_engines()
+        for (cls, method), eng in sorted(_ENGINES.items(), key=lambda cm: (cm[0][0].__name__, cm[0][1])):
+            if not getattr(eng, "takes_dask", False) or cls.__name__ not in makers:
+                continue
+            make = makers[cls.__name__]
+            kind = _kind(make())
+            X = base_data(kind)
+            entry = f"dask fit[{cls.__name__}/{method}]"
+
+            def fit_with(data: Any, make: Callable[[], Any] = make, method: str = method) -> Any:
+                m = make()
+                return latentfs.fit(m, data, method=method, **fast_options(m, method, batch_size=8))
+
+            add("control", entry, "legal dask array", LEGAL, lambda X=X, fit_with=fit_with: fit_with(_dask(X)))
+            for case, legality, data in dask_fit_cases(X, kind):
+                add("dask", entry, case, legality, lambda data=data, fit_with=fit_with: fit_with(data),
+                    (lambda ref=legality.ref, fit_with=fit_with: fit_with(ref)) if isinstance(legality, Same)
+                    else None)
+
+        # the estimators' fit and new-data methods on dask arrays
+        estimators: list[tuple[str, Callable[[], Any], np.ndarray, str]] = [
+            ("DCA", lambda: latentfs.DCA(2, max_iter=15), COUNTS, "counts"),
+            ("PLSAEstimator", lambda: latentfs.PLSAEstimator(2, max_iter=15), COUNTS, "counts"),
+            ("FactorAnalyzer", lambda: latentfs.FactorAnalyzer(2, max_iter=15), CONT, "continuous"),
+            ("GaussianMixtureClusterer", lambda: latentfs.GaussianMixtureClusterer(2, max_iter=15), CONT,
+             "continuous"),
+            ("LatentProfileClusterer", lambda: latentfs.LatentProfileClusterer(2, max_iter=15), CONT, "continuous"),
+            ("LatentClassClusterer", lambda: latentfs.LatentClassClusterer(2, max_iter=15), CATEG, "categorical"),
+            ("HDDC", lambda: latentfs.HDDC(2, max_iter=15, n_init=1), CONT, "continuous"),
+        ]
+        for name, make_est, X, kind in estimators:
+            entry = f"dask estimator[{name}]"
+            try:
+                with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                    warnings.simplefilter("ignore")
+                    fitted = make_est().fit(X)
+            except Exception:  # noqa: BLE001 - the control run of the in-memory campaign reports it
+                continue
+            add("dask", entry, "fit on a dask array", EITHER,
+                lambda make_est=make_est, X=X: _estimator_summary(make_est().fit(_dask(X))))
+            add("dask", entry, "fit on a dask array with NaN in one chunk", EITHER if kind == "continuous" else ILLEGAL,
+                lambda make_est=make_est, X=X: _estimator_summary(make_est().fit(_dask(_one_cell(X, np.nan)))))
+            methods = [m for m in ("transform", "predict", "predict_proba", "score_samples", "score")
+                       if hasattr(fitted, m)]
+            for meth in methods:
+                for case, data in estimator_dask_cases(X, kind):
+                    # the fold-in of count data stops per block (blockwise.py): the same to its tolerance only
+                    tol = 1e-3 if kind == "counts" else 1e-8
+                    legality: Any = Same(data, rtol=tol) if not (meth == "score" and kind == "counts") else EITHER
+                    add("dask", f"{entry}.{meth}", case, legality,
+                        lambda fitted=fitted, meth=meth, data=data: _computed(getattr(fitted, meth)(_dask(data, 4))),
+                        (lambda fitted=fitted, meth=meth, data=data: getattr(fitted, meth)(data))
+                        if isinstance(legality, Same) else None)
+
+    # streams: partial_fit, and online engines given an iterator of mini-batches with a bad one in the middle
+    if wanted("streams"):
+        streamers: list[tuple[str, Callable[[], Any], np.ndarray, str]] = [
+            ("DCA", lambda: latentfs.DCA(2), COUNTS, "counts"),
+            ("GaussianMixtureClusterer", lambda: latentfs.GaussianMixtureClusterer(2, covariance_type="diag"), CONT,
+             "continuous"),
+            ("LatentProfileClusterer", lambda: latentfs.LatentProfileClusterer(2), CONT, "continuous"),
+            ("LatentClassClusterer", lambda: latentfs.LatentClassClusterer(2), CATEG, "categorical"),
+        ]
+        for name, make_est, X, kind in streamers:
+            if not hasattr(make_est(), "partial_fit"):
+                continue
+            entry = f"partial_fit[{name}]"
+
+            def stream(second: Any, make_est: Callable[[], Any] = make_est, X: np.ndarray = X, name: str = name) -> Any:
+                est = make_est().partial_fit(X[:12], **({"total_documents": 24} if name == "DCA" else {}))
+                return _estimator_summary(est.partial_fit(second), X[:5])
+
+            add("control", entry, "two legal batches", LEGAL, lambda stream=stream, X=X: stream(X[12:]))
+            for case, legality, batch in stream_batches(X, kind):
+                ref = legality.ref if isinstance(legality, Same) else None
+                add("streams", entry, f"{case} after a good one", legality,
+                    lambda stream=stream, batch=batch: stream(batch),
+                    None if ref is None else (lambda stream=stream, ref=ref: stream(ref)))
+
+                def first(batch: Any, make_est: Callable[[], Any] = make_est, X: np.ndarray = X) -> Any:
+                    return _estimator_summary(make_est().partial_fit(batch), X[:5])
+
+                add("streams", entry, f"{case} first", legality, lambda first=first, batch=batch: first(batch),
+                    None if ref is None else (lambda first=first, ref=ref: first(ref)))
+        online = [("DirichletDCA", "online_vb", COUNTS, "counts"),
+                  ("GaussianMixture", "online_em", CONT, "continuous"),
+                  ("LatentProfile", "online_em", CONT, "continuous"),
+                  ("LatentClass", "online_em", CATEG, "categorical")]
+        for model_name, method, X, kind in online:
+            make = makers[model_name]
+            entry = f"stream fit[{model_name}/{method}]"
+
+            def fit_stream(batches: list[Any], make: Callable[[], Any] = make, method: str = method,
+                           as_list: bool = False) -> Any:
+                m = make()
+                extra = {"total_documents": 24} if method == "online_vb" else {}
+                opts = {k: v for k, v in fast_options(m, method, **extra).items() if k != "batch_size"}
+                return latentfs.fit(m, list(batches) if as_list else iter(batches), method=method, **opts)
+
+            good = [X[:8], X[8:16], X[16:24]]
+            add("control", entry, "iterator of 3 legal batches", LEGAL, lambda fit_stream=fit_stream, good=good:
+                fit_stream(good))
+            for case, legality, batch in stream_batches(X, kind):
+                legality = ILLEGAL if isinstance(legality, Same) else legality  # latentfs.fit refuses strings
+                bad = [good[0], batch, good[2]]
+                add("streams", entry, f"iterator: {case} in the middle", legality,
+                    _names_batch(lambda fit_stream=fit_stream, bad=bad: fit_stream(bad)))
+                add("streams", entry, f"list: {case} in the middle", legality,
+                    _names_batch(lambda fit_stream=fit_stream, bad=bad: fit_stream(bad, as_list=True)))
+            add("streams", entry, "empty iterator", ILLEGAL, lambda fit_stream=fit_stream: fit_stream([]))
+            add("streams", entry, "iterator of non-arrays", ILLEGAL,
+                lambda fit_stream=fit_stream, good=good: fit_stream([good[0], "abc", good[2]]))
+            add("streams", entry, "iterator of None", ILLEGAL,
+                lambda fit_stream=fit_stream, good=good: fit_stream([good[0], None, good[2]]))
+
+    if wanted("shards"):
+        _shard_cases(add)
+    if wanted("cli"):
+        _cli_cases(add)
+
+
+def _estimator_summary(est: Any, X: np.ndarray | None = None) -> Any:
+    """What a fitted estimator gives, as numbers for the finite check: its posterior (or components) and, with
+    ``X``, its transform or predict_proba of ``X``."""
+    out: dict[str, Any] = {}
+    for attr in ("posterior_", "components_", "weights_", "means_"):
+        if hasattr(est, attr):
+            out[attr] = getattr(est, attr)
+    if X is not None:
+        out["new"] = est.transform(X) if hasattr(est, "transform") else est.predict_proba(X)
+    return out
+
+
+def _shard_cases(add: Callable[..., None]) -> None:
+    import latentfs
+    from latentfs.core.shards import open_shards, save_shards
+
+    tmp = Path(tempfile.mkdtemp(prefix="hostile-shards-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    entry_open, entry_save, entry_fit = "open_shards", "save_shards", "fit[DirichletDCA/vb](open_shards)"
+
+    def folder(name: str, files: dict[str, Any]) -> Path:
+        """A folder of shard files: an array is saved as .npy, a sparse matrix as .npz, bytes written raw."""
+        root = tmp / name
+        root.mkdir()
+        for fname, value in files.items():
+            if sp.issparse(value):
+                sp.save_npz(root / fname, value)
+            elif isinstance(value, (bytes, bytearray)):
+                (root / fname).write_bytes(value)
+            else:
+                np.save(root / fname, value, allow_pickle=True)
+        return root
+
+    def opened(root: Path) -> Any:
+        return _computed(open_shards(root))
+
+    def fitted(root: Path) -> Any:
+        return latentfs.fit(latentfs.DirichletDCA(2), open_shards(root), method="vb", max_iter=10)
+
+    good = folder("good", {"a-1.npy": COUNTS[:12], "a-2.npy": COUNTS[12:]})
+    add("control", entry_open, "two .npy shards", LEGAL, lambda: opened(good))
+    add("control", entry_fit, "two .npy shards", LEGAL, lambda: fitted(good))
+    goodz = folder("goodz", {"a-1.npz": sp.csr_matrix(COUNTS[:12]), "a-2.npz": sp.csr_matrix(COUNTS[12:])})
+    add("control", entry_fit, "two .npz shards", LEGAL, lambda: fitted(goodz))
+    npy = (tmp / "good" / "a-1.npy").read_bytes()
+    npz = (tmp / "goodz" / "a-1.npz").read_bytes()
+    cases: list[tuple[str, str, Path | Callable[[], Path]]] = [
+        ("missing folder", entry_open, tmp / "nothing-here"),
+        ("a file, not a folder", entry_open, tmp / "good" / "a-1.npy"),
+        ("empty folder", entry_open, lambda: folder("empty", {})),
+        ("only text files", entry_open, lambda: folder("text", {"a.txt": b"1,2,3\n"})),
+        ("mixed .npz and .npy", entry_open, lambda: folder("mixed", {"a.npy": COUNTS[:12],
+                                                                     "b.npz": sp.csr_matrix(COUNTS[12:])})),
+        ("shards of different widths", entry_open, lambda: folder("widths", {"a.npy": COUNTS[:12],
+                                                                             "b.npy": COUNTS[12:, :-1]})),
+        ("a 1-D shard", entry_open, lambda: folder("oned", {"a.npy": COUNTS[:12], "b.npy": COUNTS[12]})),
+        ("a 3-D shard", entry_open, lambda: folder("threed", {"a.npy": COUNTS[None]})),
+        ("a string shard", entry_open, lambda: folder("strings", {"a.npy": COUNTS.astype(str)})),
+        ("an object shard", entry_open, lambda: folder("objects", {"a.npy": COUNTS.astype(object)})),
+        ("a complex shard", entry_open, lambda: folder("complex", {"a.npy": COUNTS.astype(complex)})),
+        ("a truncated .npy (header intact)", entry_open,
+         lambda: folder("trunc", {"a.npy": COUNTS[:12], "b.npy": npy[: len(npy) - 40]})),
+        ("a .npy cut inside its header", entry_open, lambda: folder("trunchead", {"a.npy": npy[:20]})),
+        ("an empty .npy file", entry_open, lambda: folder("emptyfile", {"a.npy": b""})),
+        ("a truncated .npz", entry_open, lambda: folder("truncz", {"a.npz": npz[: len(npz) // 2]})),
+        ("random bytes as .npz", entry_open,
+         lambda: folder("randz", {"a.npz": np.random.default_rng(2).bytes(512)})),
+        ("a dense .npz (numpy.savez)", entry_open, lambda: folder("savez", {"a.npz": _savez_bytes(COUNTS)})),
+        ("a zarr store with a 3-D array", entry_open, lambda: _zarr_store(tmp / "zarr3d", COUNTS[None])),
+        ("a zarr store of strings", entry_open, lambda: _zarr_store(tmp / "zarrstr", COUNTS.astype(str))),
+        ("shards with no rows only", entry_open, lambda: folder("norows", {"a.npy": COUNTS[:0]})),
+        ("a negative count in one shard", entry_fit,
+         lambda: folder("neg", {"a.npy": COUNTS[:12], "b.npy": _one_cell(COUNTS[12:], -1)})),
+        ("NaN in one shard", entry_fit,
+         lambda: folder("nan", {"a.npy": COUNTS[:12], "b.npy": _one_cell(COUNTS[12:], np.nan)})),
+        ("a fractional count in one shard", entry_fit,
+         lambda: folder("frac", {"a.npy": COUNTS[:12], "b.npy": _one_cell(COUNTS[12:], 0.5)})),
+    ]
+    for case, entry, make in cases:
+        root = _made(make) if callable(make) else make
+        thunk = (lambda root=root: opened(root)) if entry == entry_open else (lambda root=root: fitted(root))
+        add("shards", entry, case, ILLEGAL, thunk)
+    # a shard rewritten after open_shards read the headers
+    changed = folder("changed", {"a.npy": COUNTS[:12], "b.npy": COUNTS[12:]})
+    lazy = _made(lambda: open_shards(changed))
+    np.save(changed / "b.npy", COUNTS[12:20])
+    add("shards", entry_open, "a shard rewritten after opening", ILLEGAL, lambda: _computed(lazy))
+
+    # save_shards
+    def save(X: Any, name: str, **kw: Any) -> Any:
+        return [p.name for p in save_shards(X, tmp / name, **kw)] and opened(tmp / name)
+
+    add("control", entry_save, "round trip", LEGAL, lambda: save(COUNTS, "saved", rows_per_shard=10))
+    add("control", entry_save, "dask round trip", LEGAL, lambda: save(_dask(COUNTS), "saved_dask"))
+    (tmp / "a-file").write_text("x")
+    save_cases: list[tuple[str, Any, str, dict[str, Any]]] = [
+        ("1-D X", COUNTS[0], "s1", {"rows_per_shard": 2}),
+        ("3-D X", COUNTS[None], "s2", {"rows_per_shard": 2}),
+        ("X None", None, "s3", {"rows_per_shard": 2}),
+        ("rows_per_shard=0", COUNTS, "s4", {"rows_per_shard": 0}),
+        ("rows_per_shard=2.5", COUNTS, "s5", {"rows_per_shard": 2.5}),
+        ("rows_per_shard='10'", COUNTS, "s6", {"rows_per_shard": "10"}),
+        ("rows_per_shard missing", COUNTS, "s7", {}),
+        ("format='csv'", COUNTS, "s8", {"rows_per_shard": 10, "format": "csv"}),
+        ("overwrite='yes'", COUNTS, "s9", {"rows_per_shard": 10, "overwrite": "yes"}),
+        ("path is a file", COUNTS, "a-file", {"rows_per_shard": 10}),
+        ("folder already holds shards", COUNTS, "saved", {"rows_per_shard": 10}),
+        ("dask X of unknown chunk sizes", _dask(COUNTS)[_dask(COUNTS)[:, 0] > -1], "s10", {}),
+        ("string X", COUNTS.astype(str), "s11", {"rows_per_shard": 10}),
+        ("object X", COUNTS.astype(object), "s12", {"rows_per_shard": 10}),
+        ("zero rows", COUNTS[:0], "s13", {"rows_per_shard": 10}),
+    ]
+    for case, X, name, kw in save_cases:
+        add("shards", entry_save, case, ILLEGAL, lambda X=X, name=name, kw=kw: save(X, name, **kw))
+
+
+def _savez_bytes(X: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, X=X)
+    return buf.getvalue()
+
+
+def _zarr_store(root: Path, X: np.ndarray) -> Path:
+    """A zarr store holding ``X`` when zarr is installed, else a folder that only looks like one (its marker
+    file), which open_shards must refuse as clearly."""
+    try:
+        import zarr
+
+        zarr.save_array(str(root), X)
+    except ImportError:
+        root.mkdir()
+        (root / ".zarray").write_text("{}")
+    return root
+
+
+def _cli_cases(add: Callable[..., None]) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="hostile-cli-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+
+    def write(name: str, text: str) -> str:
+        (tmp / name).write_text(text)
+        return str(tmp / name)
+
+    header = ",".join(f"w{j}" for j in range(COUNTS.shape[1]))
+    good = write("good.csv", header + "\n" + "\n".join(",".join(str(v) for v in row) for row in COUNTS) + "\n")
+    np.save(tmp / "good.npy", COUNTS)
+    sp.save_npz(tmp / "good.npz", sp.csr_matrix(COUNTS))
+    out = str(tmp / "out.npz")
+    fast = ["-k", "2", "--iterations", "5", "--quiet", "-o", out]
+
+    def fit(*argv: str, file: str = good, opts: list[str] | None = None) -> Callable[[], Any]:
+        return lambda: _cli(["fit", file, *(fast if opts is None else opts), *argv], Path(out))
+
+    add("control", "cli fit", "good CSV", LEGAL, fit())
+    add("control", "cli fit", "good .npy", LEGAL, fit(file=str(tmp / "good.npy")))
+    add("control", "cli fit", "--seed 2**70 (any int ≥ 0 is a seed)", LEGAL, fit("--seed", str(2**70)))
+    add("control", "cli fit", "gibbs --samples 3 --chains 1", LEGAL,
+        fit("--method", "gibbs", "--samples", "3", "--chains", "1"))
+    (tmp / "a-file").write_text("x")
+    (tmp / "a-folder.npz").mkdir()
+    np.save(tmp / "three.npy", COUNTS[None])
+    np.save(tmp / "strings.npy", COUNTS.astype(str))
+    np.save(tmp / "neg.npy", _one_cell(COUNTS, -1))
+    cases: list[tuple[str, list[str]]] = [
+        ("no command", []),
+        ("unknown command", ["frobnicate"]),
+        ("fit without a file", ["fit", "-k", "2"]),
+        ("unknown --model", ["fit", good, "-k", "2", "--model", "nosuch"]),
+        ("unknown --method", ["fit", good, "-k", "2", "--method", "nosuch"]),
+        ("--method not for the model", ["fit", good, "-k", "2", "--model", "gap", "--method", "online_vb"]),
+        ("missing file", ["fit", str(tmp / "nothing.csv"), "-k", "2"]),
+        ("a folder as the file", ["fit", str(tmp), "-k", "2"]),
+        ("empty CSV", ["fit", write("empty.csv", ""), *fast]),
+        ("header only CSV", ["fit", write("headonly.csv", header + "\n"), *fast]),
+        ("non-numeric CSV", ["fit", write("words.csv", header + "\n" + "a,b,c,d,e,f,g,h\n" * 4), *fast]),
+        ("NaN in a CSV", ["fit", write("nan.csv", header + "\n" + "1,2,nan,1,1,1,1,1\n" + "1,1,1,1,1,1,1,1\n" * 4),
+                          *fast]),
+        ("negative in a CSV", ["fit", write("negc.csv", header + "\n" + "1,-2,1,1,1,1,1,1\n" * 5), *fast]),
+        ("fractions in a CSV", ["fit", write("frac.csv", header + "\n" + "1,0.5,1,1,1,1,1,1\n" * 5), *fast]),
+        ("ragged CSV", ["fit", write("ragged.csv", header + "\n" + "1,2,3\n1,2,3,4,5,6,7,8\n"), *fast]),
+        ("semicolon delimiter", ["fit", write("semi.csv", header.replace(",", ";") + "\n" + "\n".join(
+            ";".join(str(v) for v in row) for row in COUNTS) + "\n"), *fast]),
+        ("binary bytes as CSV", ["fit", str(_write_bytes(tmp / "bin.csv")), *fast]),
+        ("3-D .npy", ["fit", str(tmp / "three.npy"), *fast]),
+        ("string .npy", ["fit", str(tmp / "strings.npy"), *fast]),
+        ("negative .npy", ["fit", str(tmp / "neg.npy"), *fast]),
+        ("malformed .mtx", ["fit", write("bad.mtx", "%%MatrixMarket matrix coordinate integer general\n3 3 2\n1 1\n"),
+                            *fast]),
+        ("unknown extension", ["fit", write("data.xyz", "1,2\n"), *fast]),
+        ("-k 0", ["fit", good, "-k", "0", "-o", out]),
+        ("-k abc", ["fit", good, "-k", "abc", "-o", out]),
+        ("-k larger than the features", ["fit", good, "-k", "50", "-o", out]),
+        ("--samples 0", ["fit", good, *fast, "--method", "gibbs", "--samples", "0"]),
+        ("--samples -5", ["fit", good, *fast, "--method", "gibbs", "--samples", "-5"]),
+        ("--samples abc", ["fit", good, *fast, "--method", "gibbs", "--samples", "abc"]),
+        ("--samples with vb", ["fit", good, *fast, "--samples", "10"]),
+        ("--chains 0", ["fit", good, *fast, "--method", "gibbs", "--chains", "0"]),
+        ("--chains 1.5", ["fit", good, *fast, "--method", "gibbs", "--chains", "1.5"]),
+        ("--seed -1", ["fit", good, *fast, "--seed", "-1"]),
+        ("--seed 1.5", ["fit", good, *fast, "--seed", "1.5"]),
+        ("--iterations 0", ["fit", good, "-k", "2", "-o", out, "--iterations", "0"]),
+        ("--alpha -1", ["fit", good, *fast, "--alpha", "-1"]),
+        ("--alpha nan", ["fit", good, *fast, "--alpha", "nan"]),
+        ("--gamma inf", ["fit", good, *fast, "--gamma", "inf"]),
+        ("--beta with dirichlet", ["fit", good, *fast, "--beta", "1"]),
+        ("--device meta", ["fit", good, *fast, "--device", "meta"]),
+        ("--device gpu0", ["fit", good, *fast, "--device", "gpu0"]),
+        ("--vocab missing", ["fit", str(tmp / "good.npy"), *fast, "--vocab", str(tmp / "nothing.txt")]),
+        ("--vocab of the wrong length", ["fit", str(tmp / "good.npy"), *fast, "--vocab", write("v.txt", "a\nb\n")]),
+        ("output folder is a file", ["fit", good, "-k", "2", "--quiet", "-o", str(tmp / "a-file" / "out.npz")]),
+        ("output folder missing", ["fit", good, "-k", "2", "--quiet", "-o", str(tmp / "no" / "out.npz")]),
+        ("output is a folder", ["fit", good, "-k", "2", "--quiet", "-o", str(tmp / "a-folder.npz")]),
+        ("output is the input", ["fit", str(tmp / "good.npz"), "-k", "2", "--quiet", "-o", str(tmp / "good.npz")]),
+        ("demo -k 0", ["demo", "-k", "0", "--iterations", "2", "--output", str(tmp / "demo0")]),
+        ("demo --iterations 0", ["demo", "--iterations", "0", "--output", str(tmp / "demo1")]),
+        ("demo --seed -1", ["demo", "--seed", "-1", "--iterations", "2", "--output", str(tmp / "demo2")]),
+        ("demo --output is a file", ["demo", "-k", "2", "--iterations", "2", "--output", str(tmp / "a-file")]),
+        ("demo --method nosuch", ["demo", "--method", "nosuch"]),
+    ]
+    for case, argv in cases:
+        add("cli", "cli " + (argv[0] if argv and not argv[0].startswith("-") else "main"), case, ILLEGAL,
+            lambda argv=argv: _cli(argv, Path(out)))
+
+
+def _write_bytes(path: Path) -> Path:
+    path.write_bytes(np.random.default_rng(3).bytes(2048))
+    return path
+
+
 # ----------------------------------------------------------------------------------------------- report
 
 
@@ -670,7 +1203,8 @@ def table(outcomes: list[Outcome]) -> str:
         cases[o.klass].add(o.case)
     lines = [f"{'class':<12} {'inputs':>6} {'entries':>7} {'runs':>5} {'clean':>6} {'crash':>6} {'silent':>6}"]
     total = {"clean": 0, "crash": 0, "silent": 0}
-    for k in ("control", "containers", "options", "numerical", "sizes", "results", "files"):
+    for k in ("control", "containers", "options", "numerical", "sizes", "results", "files", "dask", "streams",
+              "shards", "cli"):
         if k not in counts:
             continue
         c = counts[k]

@@ -311,6 +311,17 @@ def test_main_reads_every_format_in_process(files, tmp_path, capsys):
     assert latentfs.load(tmp_path / "plain.csv.result").coords["feature"][0] == "word0"
 
 
+def test_demo_output_that_is_a_file_is_one_line_before_anything_is_loaded(tmp_path, capsys):
+    # before: FileExistsError with a traceback from Path.mkdir (found by scripts/hostile_campaign.py --only cli)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for output in (blocker, blocker / "inside"):
+        rc, out, err = call(capsys, "demo", "--output", output, "--iterations", "2")
+        one_line_error(rc, err, rf"--output {re.escape(str(output))}: {re.escape(str(blocker))} is a file, not a "
+                                r"folder; choose another path")
+        assert "Reuters" not in out
+
+
 def test_demo_runs_end_to_end_and_writes_its_outputs(tmp_path, capsys):
     with pytest.warns(latentfs.ConvergenceWarning, match="did not converge in 30 iterations"):
         assert main(["demo", "--output", str(tmp_path), "--iterations", "30", "--components", "5"]) == 0

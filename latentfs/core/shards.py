@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -232,7 +233,14 @@ def _load_shard(path: str, fmt: str, shape: tuple[int, int], dtype: np.dtype) ->
     """One shard's rows, read when its task runs: a dense array (``.npy``) or a CSR matrix (``.npz``)."""
     import scipy.sparse as sp
 
-    block: Any = np.load(path, allow_pickle=False) if fmt == "npy" else sp.csr_matrix(sp.load_npz(path))
+    try:
+        block: Any = np.load(path, allow_pickle=False) if fmt == "npy" else sp.csr_matrix(sp.load_npz(path))
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError) as exc:
+        # the header was read by open_shards; the values are read only now (a file cut short, or damaged after)
+        raise DataError(
+            f"shard file {Path(path).name!r} cannot be read ({exc}). Rewrite it (numpy.save, "
+            "scipy.sparse.save_npz or save_shards) and call open_shards again."
+        ) from exc
     if tuple(block.shape) != tuple(shape):
         raise DataError(
             f"shard file {Path(path).name!r} changed after open_shards read it: its shape is now "

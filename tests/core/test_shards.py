@@ -151,6 +151,29 @@ def test_a_file_changed_after_opening_raises_in_its_task(tmp_path, corpus):
         X.compute(scheduler="synchronous")
 
 
+@pytest.mark.parametrize("fmt", ["npy", "npz"])
+def test_a_file_cut_short_behind_an_intact_header_raises_in_its_task(tmp_path, corpus, fmt):
+    # before: numpy's ValueError ("Failed to read all data for array") or zipfile's error from inside the task
+    import zipfile
+
+    save_shards(corpus, tmp_path, rows_per_shard=100, format=fmt)
+    victim = tmp_path / f"shard-000001.{fmt}"
+    if fmt == "npy":
+        victim.write_bytes(victim.read_bytes()[:-40])
+    else:  # the 'data' entry cut short (its header intact), in a zip that is itself sound
+        with zipfile.ZipFile(victim) as z:
+            members = {n: z.read(n) for n in z.namelist()}
+        members["data.npy"] = members["data.npy"][:-40]
+        with zipfile.ZipFile(victim, "w") as z:
+            for name, data in members.items():
+                z.writestr(name, data)
+    X = open_shards(tmp_path)
+    with pytest.raises(DataError, match=rf"shard file 'shard-000001\.{fmt}' cannot be read \(.+\)\. Rewrite it "
+                                        r"\(numpy\.save, scipy\.sparse\.save_npz or save_shards\) and call "
+                                        r"open_shards again\."):
+        X.compute(scheduler="synchronous")
+
+
 def test_save_shards_data_errors(tmp_path, corpus):
     with pytest.raises(DataError, match=r"rows_per_shard is required for an in-memory X.*rows_per_shard=10000"):
         save_shards(corpus, tmp_path / "a")
