@@ -212,7 +212,25 @@ def _rounded_counts(estimator: Any, X: Any, *, reset: bool, min_samples: int = 1
     return round_counts(X) if estimator.non_integer == "round" else X
 
 
-class DCAFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class _FittedCounts:
+    """Mixin of the estimators here, which take count matrices and keep their fit as ``result_``: scikit-learn's tags
+    for sparse, non-negative input, and pickling that first computes the result's pointwise log-likelihood (a
+    Posterior may hold it as a closure until first use; computed, it is plain arrays)."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        post = self.__dict__.get("result_")
+        if post is not None and hasattr(post, "pointwise_log_likelihood"):
+            post.pointwise_log_likelihood()
+        return super().__getstate__()  # type: ignore[misc,return-value]
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
+
+
+class DCAFeatures(_FittedCounts, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Component features of documents (module docstring): fit a DCA model, then E[c] or E[m] per document.
 
     Parameters
@@ -305,26 +323,8 @@ class DCAFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """
         return component_features(self.fit(X).result_, kind=self.kind, threshold=self.threshold)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return _computed_state(self)
 
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        return tags
-
-
-def _computed_state(estimator: Any) -> dict[str, Any]:
-    """The estimator's state for pickling: a Posterior may hold its pointwise log-likelihood as a closure until
-    first use; computing it leaves plain arrays."""
-    post = estimator.__dict__.get("result_")
-    if post is not None and hasattr(post, "pointwise_log_likelihood"):
-        post.pointwise_log_likelihood()
-    return BaseEstimator.__getstate__(estimator)
-
-
-class DCAClassifier(ParamsAsDataError, ClassifierMixin, BaseEstimator):
+class DCAClassifier(_FittedCounts, ParamsAsDataError, ClassifierMixin, BaseEstimator):
     """Dirichlet DCA as a classifier: the class is an extra multinomial group (Buntine & Jakulin, Sections 4.4, 9).
 
     Training documents get ``class_tokens`` tokens of their class's word in the class group; the grouped
@@ -457,15 +457,6 @@ class DCAClassifier(ParamsAsDataError, ClassifierMixin, BaseEstimator):
         self.result_ = fit(model, augmented, method=self.method, seed=self.seed, **(self.fit_options or {}))
         self.classes_ = classes
         return self
-
-    def __getstate__(self) -> dict[str, Any]:
-        return _computed_state(self)
-
-    def __sklearn_tags__(self) -> Any:
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        return tags
 
     def _check_fitted(self) -> None:
         check_fitted(self, "result_", call="fit(X, y)")
