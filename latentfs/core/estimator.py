@@ -511,12 +511,19 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
         -------
         self
         """
-        from latentfs.core.registry import data_kind, fit
         from latentfs.core.shards import is_dask_array
 
         self.__dict__.pop("_online_state", None)  # a later partial_fit starts a new stream
         if is_dask_array(X):
             return self._fit_sharded(X)
+        return self._fit_rows(X)
+
+    def _fit_rows(self, X: Any, **fit_options: Any) -> LatentEstimator:
+        """``fit`` on in-memory rows: ``X`` validated, the model built, :func:`latentfs.fit` run with the engine
+        options and ``fit_options`` (a family's own arguments of ``fit``, an HMM's ``lengths``), then the fitted
+        attributes (:meth:`_take_posterior`)."""
+        from latentfs.core.registry import data_kind, fit
+
         X = self._validate(X, reset=True)
         self._check_params()
         model = self._make_model()
@@ -525,11 +532,17 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
         if names is not None and data_kind(model) in ("counts", "continuous"):
             # validate_data turned the DataFrame into an array: the result is labelled with its columns
             options["feature_names"] = [str(c) for c in names]
-        self.posterior_ = fit(model, self._fit_data(X), method=self.method, **options)
-        self.posterior_.observed = None  # a fitted estimator does not keep its training data (saved, pickled)
-        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", int(self.posterior_.trace.shape[-1]))))
-        self._after_fit(X)
+        posterior = fit(model, self._fit_data(X), method=self.method, **fit_options, **options)
+        posterior.observed = None  # a fitted estimator does not keep its training data (saved, pickled)
+        self._take_posterior(posterior, X)
         return self
+
+    def _take_posterior(self, posterior: Any, X: Any) -> None:
+        """Set ``posterior_``, ``n_iter_`` (the kept run's iterations, or a sampler's trace length) and the family's
+        attributes (:meth:`_after_fit`, given the training rows ``X`` or None when they are not at hand)."""
+        self.posterior_ = posterior
+        self.n_iter_ = max(1, int(posterior.diagnostics.get("n_iter", int(posterior.trace.shape[-1]))))
+        self._after_fit(X)
 
     def _stream_update(
         self,
@@ -577,9 +590,7 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
             self.__dict__.pop(name, None)
         self.n_features_in_ = int(X.shape[1])
         model = self._make_model()
-        self.posterior_ = fit(model, X, method=self.method, **self._engine_options(model))
-        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", int(self.posterior_.trace.shape[-1]))))
-        self._after_fit(None)
+        self._take_posterior(fit(model, X, method=self.method, **self._engine_options(model)), None)
         return self
 
     def _adopt(self, posterior: Any) -> LatentEstimator:
@@ -587,13 +598,11 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
         the matching model) without refitting: its learned attributes come from the result. Column names
         are matched on new data when the result carries names given by the user (generated names such as
         ``w0, w1, …`` are not names)."""
-        self.posterior_ = posterior
         names = posterior.coords.get("feature") or posterior.coords.get("item") or []
         self.n_features_in_ = len(names)
         if names and not _generated(names):
             self.feature_names_in_ = np.asarray(names, dtype=object)
-        self.n_iter_ = max(1, int(posterior.diagnostics.get("n_iter", posterior.trace.shape[-1])))
-        self._after_fit(None)
+        self._take_posterior(posterior, None)
         return self
 
     def _fit_data(self, X: Any) -> Any:

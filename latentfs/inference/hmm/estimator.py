@@ -62,15 +62,7 @@ class _HMMEstimator(DensityMixin, LatentEstimator):
         -------
         self
         """
-        from latentfs.core.registry import fit
-
-        X = self._validate(X, reset=True)
-        self._check_params()
-        model = self._make_model()
-        options = self._engine_options(model)
-        self.posterior_ = fit(model, X, method=self.method, lengths=lengths, **options)
-        self.n_iter_ = max(1, int(self.posterior_.diagnostics.get("n_iter", int(self.posterior_.trace.shape[-1]))))
-        self._after_fit(X)
+        self._fit_rows(X, lengths=lengths)
         return self
 
     def fit_transform(self, X: Any, y: Any = None, *, lengths: Any = None) -> np.ndarray:  # type: ignore[override]
