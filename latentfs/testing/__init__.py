@@ -22,8 +22,9 @@ Engine checks
     option schema (unknown names, wrong types), the seed rule (same seed same numbers, the seed recorded, a
     ``seed=None`` fit refitted exactly from the recorded seed), Ctrl-C (engines with a ``callback``: what was
     computed comes back, flagged, with one warning), the result contract with save/load, the one diagnostics
-    vocabulary, the data kept and exported as ArviZ's ``observed_data`` (:func:`check_observed`), and for samplers
-    one R̂ (``summary()`` prints the number ``diagnostics`` holds) and the joint relabelling
+    vocabulary, the data kept and exported as ArviZ's ``observed_data`` (:func:`check_observed`), a planted collapse
+    flagged by every optimiser of a model with per-component variances (:func:`check_planted_collapse`), and for
+    samplers one R̂ (``summary()`` prints the number ``diagnostics`` holds) and the joint relabelling
     (:func:`check_planted_switch`: a label switch planted in one chain is undone on every site); an engine that
     declares ``affine_equivariant`` fits a·X + b along the path of X (:func:`check_affine`).
 
@@ -54,6 +55,7 @@ __all__ = [
     "check_estimator",
     "check_interruptible",
     "check_observed",
+    "check_planted_collapse",
     "check_planted_switch",
     "check_reproducible",
     "check_result_contract",
@@ -409,6 +411,82 @@ def check_affine(fit: Callable[[Any], Any], data: Any, where: str = "fit", a: fl
                              f"shift varies by {spread:.3g} over the iterations; it should be one constant).")
 
 
+#: Model classes whose components (or features) carry their own variance, which a fit can drive to zero.
+_SCALED = ("GaussianMixture", "LatentProfile", "MixtureOfFactorAnalyzers", "HDDAModel", "GaussianHMM", "FactorAnalysis")
+#: A fitted variance below this fraction of the data's mean column variance is a collapse.
+COLLAPSED_FRACTION = 1e-5
+
+
+def planted_collapse(model: Any) -> tuple[Any, Any, dict[str, Any]] | None:
+    """A model (one more component than :func:`tiny_model`'s) and tiny data with a collapse planted where a
+    maximum-likelihood fit falls into it: 15 copies of one far row (mixtures, HDDC, MFA), a run of one repeated
+    value (an HMM), a column that nearly copies another (factor analysis: a Heywood case); None for a model whose
+    components carry no variance of their own."""
+    name = type(model).__name__
+    if name not in _SCALED:
+        return None
+    X, needed = tiny_data(model)
+    X = np.asarray(X, dtype=np.float64)
+    if name == "FactorAnalysis":
+        return model, np.column_stack([X, X[:, 0] + 1e-3 * np.random.default_rng(1).normal(size=len(X))]), needed
+    bigger = model.with_n_components(model.n_components + 1)
+    if name == "GaussianHMM":
+        X = X.copy()
+        X[5:15] = X.max() + 10.0
+        return bigger, X, needed
+    return bigger, np.vstack([X, np.tile(X.max(0) + 10.0, (15, 1))]), needed
+
+
+def _smallest_variance(result: Any, data: np.ndarray) -> float:
+    """The smallest variance of the fit (a component's covariance eigenvalue, a diagonal variance, a noise or
+    signal variance; precisions inverted) over the data's mean column variance."""
+    scale = float(np.mean(np.var(data, axis=0)))
+    smallest = math.inf
+    for site in result.sites:
+        if not any(word in site for word in ("covariance", "variance", "precision")):
+            continue
+        value: np.ndarray = np.asarray(result.mean(site), dtype=np.float64)
+        if site.endswith("covariance") and value.ndim >= 2 and value.shape[-1] == value.shape[-2]:
+            value = np.linalg.eigvalsh(value)
+        elif "precision" in site:
+            if value.ndim >= 2 and value.shape[-1] == value.shape[-2]:
+                value = 1.0 / np.linalg.eigvalsh(value)
+            else:
+                value = 1.0 / value
+        positive = value[np.isfinite(value)]
+        if positive.size:
+            smallest = min(smallest, float(positive.min()) / max(scale, 1e-300))
+    return smallest
+
+
+def check_planted_collapse(model: Any, method: str, options: Mapping[str, Any], engine: Any,
+                           where: str = "fit") -> None:
+    """A fit that ends collapsed on a planted collapse (:func:`planted_collapse`) says so: the engine declares a
+    degeneracy warning, warns with it and lists the collapse in its diagnostics. An engine whose fit does not
+    collapse there (a prior, a shared covariance) passes."""
+    import latentfs
+
+    planted = planted_collapse(model)
+    if planted is None:
+        return
+    bigger, data, needed = planted
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loud = {"warn": True} if "warn" in getattr(engine, "options", {}) else {}
+        result = latentfs.fit(bigger, data, method=method, **{**options, **needed, "seed": 3, **loud})
+    smallest = _smallest_variance(result, data)
+    if smallest >= COLLAPSED_FRACTION:
+        return
+    declared = getattr(engine, "degenerate_warning", None)
+    said = f"a planted collapse ends with a variance at {smallest:.2g} of the data's"
+    if declared is None:
+        raise AssertionError(f"{where}: {said}, and the engine declares no degeneracy check (degenerate_warning).")
+    if not result.diagnostics.get(engine.degenerate_key):
+        raise AssertionError(f"{where}: {said}, and diagnostics[{engine.degenerate_key!r}] does not list it.")
+    if not any(issubclass(w.category, declared) for w in caught):
+        raise AssertionError(f"{where}: {said}, and no {declared.__name__} was issued.")
+
+
 def check_observed(result: Any, data: Any, where: str = "result") -> None:
     """The result keeps the in-memory data it was fitted to, and exports them as ArviZ's ``observed_data``."""
     from latentfs.core.posterior_io import observed_array
@@ -516,6 +594,10 @@ def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> A
     check_result_contract(first)
     # ArviZ's observed_data is the data the fit was given
     check_observed(first, data, where)
+    # a planted collapse is flagged by every optimiser of a model whose components carry their own variance
+    if getattr(engine, "kind", None) == "optimizer":
+        check_planted_collapse(model, method, {k: v for k, v in opts.items() if k not in ("max_iter", "warn")},
+                               engine, where)
     # one diagnostics vocabulary
     unknown = sorted(set(first.diagnostics) - set(DIAGNOSTICS))
     if unknown:

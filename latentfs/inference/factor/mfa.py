@@ -21,6 +21,7 @@ from latentfs.core.options import check_int, check_moments
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
+from latentfs.inference.factor.em import HeywoodWarning
 from latentfs.models.factor import MixtureOfFactorAnalyzers
 
 __all__ = [
@@ -142,6 +143,10 @@ def _init_option(name: str, value: Any) -> Any:
     return value
 
 
+#: A shared noise variance at most this fraction of its column's variance (or 10 × ``regularization``) is flagged.
+MFA_COLLAPSE_RATIO = 1e-6
+
+
 class MixtureOfFactorAnalyzersEM(EngineSpec):
     """EM for a mixture of factor analysers with ``n_init`` restarts (best final log-likelihood kept).
 
@@ -169,6 +174,11 @@ class MixtureOfFactorAnalyzersEM(EngineSpec):
     """
 
     affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+    # a shared noise variance at (or near) zero is flagged as in factor analysis (a Heywood case): one component
+    # sitting on points with no spread in a feature (duplicated rows) pulls it there
+    degenerate_warning = HeywoodWarning
+    degenerate_key = "heywood_features"
+    rank_degenerate = False  # as in factor analysis: it may be the maximum likelihood itself
 
     method = "em"
     kind = "optimizer"
@@ -210,6 +220,22 @@ class MixtureOfFactorAnalyzersEM(EngineSpec):
 
     def n_starts(self, prep: Any, o: Options) -> int:
         return 1 if o.init is not None else int(o.n_init)
+
+    def degenerate(self, prep: Any, o: Options, state: MFAParams) -> list[Any]:
+        """The features whose shared noise variance is (numerically) zero: at most max(10 · ``regularization``,
+        1e-6) of its column's variance, the mixtures' collapse rule (a column's variance includes the spread
+        between the components, so factor analysis's :data:`HEYWOOD_FRACTION` would flag sound fits)."""
+        psi = state.noise_variance.cpu().numpy()
+        ratio = psi / np.maximum(prep.values.var(0), 1e-300)
+        limit = max(10.0 * float(o.regularization), MFA_COLLAPSE_RATIO)
+        return [prep.matrix.feature_names[j] for j in np.flatnonzero(ratio <= limit)]
+
+    def degenerate_message(self, prep: Any, o: Options, flags: list[Any]) -> str:
+        listed = ", ".join(map(repr, flags))
+        return (f"MixtureOfFactorAnalyzers em: Heywood case: the shared noise variance of {listed} "
+                "is (numerically) zero (a component sits on points with no spread there, such as duplicated rows, or a "
+                "feature is explained entirely by the factors). Try fewer components or factors, more starts "
+                "(n_init), a larger regularization, or drop duplicated rows.")
 
     def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> MFAParams:
         first = o.init if o.init is not None else _mfa_init(prep.values, prep.K, prep.q, gen)

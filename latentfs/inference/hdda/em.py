@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import as_continuous, check_n_components
+from latentfs.core.diagnostics import CollapsedComponentWarning
 from latentfs.core.options import check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
@@ -23,6 +24,12 @@ from latentfs.inference.hdda.hddc import HDDC_REMEDIES, DegenerateClusterError, 
 from latentfs.models.hdda import HDDAModel
 
 __all__ = ["HDDCEM", "hddc_em"]
+
+
+#: A class whose smallest variance (its noise b_k, or a signal variance a_kj) is at most this fraction of the data's
+#: mean column variance has collapsed onto points with no spread (duplicated rows): its density, and the
+#: log-likelihood, grow without bound there (the mixtures' rule, latentfs.inference.mixture.em.COLLAPSE_RATIO).
+COLLAPSE_RATIO = 1e-6
 
 
 class HDDCEM(EngineSpec):
@@ -44,6 +51,7 @@ class HDDCEM(EngineSpec):
     """
 
     affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+    degenerate_warning = CollapsedComponentWarning  # a collapsed class is flagged, and ranks last among starts
 
     method = "em"
     kind = "optimizer"
@@ -76,7 +84,8 @@ class HDDCEM(EngineSpec):
             dims = list(dims)
         setup = hddc_setup(X, k, model.submodel, dims, threshold=o.threshold, noise_ctrl=1e-8, init=o.init,
                            algorithm=o.algorithm, min_size=2.0)
-        return SimpleNamespace(setup=setup, feature_names=list(mat.feature_names), k=k, p=X.shape[1])
+        scale = float(np.mean(np.var(X, axis=0)))  # the data's own scale: the rule is the same for a·X + b
+        return SimpleNamespace(setup=setup, feature_names=list(mat.feature_names), k=k, p=X.shape[1], scale=scale)
 
     def n_starts(self, prep: Any, o: Options) -> int:
         return prep.setup.n_starts(o.n_init)
@@ -86,6 +95,24 @@ class HDDCEM(EngineSpec):
 
     def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
         return prep.setup.step(state)  # type: ignore[no-any-return]
+
+    def degenerate(self, prep: Any, o: Options, state: Any) -> list[dict[str, Any]]:
+        """The classes whose smallest variance is within :data:`COLLAPSE_RATIO` of zero, relative to the data."""
+        params, flags = state.params, []
+        for i in range(prep.k):
+            d = int(params.dims[i])
+            smallest = min([float(np.ravel(params.noise)[i])] + [float(v) for v in np.ravel(params.signal[i])[:d]])
+            if smallest <= COLLAPSE_RATIO * prep.scale:
+                flags.append({"component": i, "relative_variance": smallest / max(prep.scale, 1e-300),
+                              "weight": float(params.weights[i])})
+        return flags
+
+    def degenerate_message(self, prep: Any, o: Options, flags: list[dict[str, Any]]) -> str:
+        listed = ", ".join(f"class {f['component']} (weight {f['weight']:.2g}, smallest variance "
+                           f"{f['relative_variance']:.2g} of the data's)" for f in flags)
+        return (f"HDDC: {listed} collapsed onto points with (almost) no spread, such as duplicated rows; its density "
+                "and the log-likelihood (and BIC) grow without bound there. Use fewer components (n_components), "
+                "more starts (n_init), or drop duplicated rows.")
 
     def export(self, prep: Any, o: Options, outcome: Any) -> Export:
         fit = hddc_fit_from(prep.setup, outcome)

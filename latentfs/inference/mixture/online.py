@@ -39,12 +39,21 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError, check_float, check_int, check_seed
+from latentfs.core.diagnostics import CollapsedComponentWarning
 from latentfs.core.driver import StreamEnd, make_generator
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
 from latentfs.core.streams import chunk_stream, is_batch_stream, row_batches
-from latentfs.inference.mixture.em import DEFAULT_REG_COVAR, _coords, criteria, entropy_of, fit_em
+from latentfs.inference.mixture.em import (
+    DEFAULT_REG_COVAR,
+    _coords,
+    collapse_message,
+    collapsed_components,
+    criteria,
+    entropy_of,
+    fit_em,
+)
 from latentfs.inference.mixture.families import (
     CategoricalFamily,
     GaussianFamily,
@@ -324,6 +333,7 @@ class MixtureOnlineEM(EngineSpec):
 
     method = "online_em"
     kind = "optimizer"
+    degenerate_warning = CollapsedComponentWarning  # a collapsed component is flagged, as batch EM flags it
     desc = "online EM"
     options = {
         "batch_size": Option(1000, _count_option, "int ≥ 1",
@@ -393,6 +403,16 @@ class MixtureOnlineEM(EngineSpec):
             raise StreamEnd
         new = partial_fit_state(state, batch)
         return new, new.trace[-1]  # the batch's mean log-likelihood at the parameters it was given
+
+    def degenerate(self, prep: OnlineEMPrep, o: Options, state: OnlineEMState) -> list[dict[str, Any]]:
+        # batch EM's rule on the final parameters: a component whose covariance, less the floor, is singular
+        if state.params is None:
+            return []
+        fam = _family(state, np.zeros((0, state.n_features)))
+        return collapsed_components(fam, state.params, scaled_reg(fam, state.reg_covar), state.reg_covar)
+
+    def degenerate_message(self, prep: OnlineEMPrep, o: Options, flags: list[dict[str, Any]]) -> str:
+        return "stepwise EM: " + collapse_message(flags, o.reg_covar)
 
     def export(self, prep: OnlineEMPrep, o: Options, outcome: Any) -> Export:
         dims, coords, fitted, extras, diagnostics, log_lik = _online_sites(outcome.run.state, prep.values)
