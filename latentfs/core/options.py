@@ -469,9 +469,14 @@ def check_flag(name: str, value: Any, *, allow_none: bool = False) -> bool | Non
     )
 
 
+#: A column whose largest magnitude is below this has squares within a few orders of float64's smallest normal number.
+_UNDERFLOW = 1e-150
+
+
 def check_moments(values: np.ndarray, *, name: str = "X") -> None:
     """Refuse continuous data whose column means or variances overflow float64 (an entry near 1e300 squares
-    to inf), which would otherwise surface as a ``LinAlgError`` or "probabilities contain NaN" deep inside.
+    to inf), or whose column variances underflow (every entry of a column below 1e-150 in magnitude), which would
+    otherwise surface as a ``LinAlgError`` or "probabilities contain NaN" deep inside.
 
     Examples
     --------
@@ -496,3 +501,19 @@ def check_moments(values: np.ndarray, *, name: str = "X") -> None:
             f"{abs(float(values[row, col])):.3g} at row {row}, column {col}). Rescale {name} (for example "
             "standardise its columns) or remove the outlying entries."
         )
+    if values.ndim == 2 and values.size and mask.any():
+        # the other end: a column whose every entry is below 1e-150 has squares (and a variance) that underflow to 0
+        if mask.all():  # the usual case: no copy of the data
+            largest = np.maximum(values.max(axis=0), -values.min(axis=0))
+        else:
+            with np.errstate(invalid="ignore"):
+                kept = np.where(mask, np.abs(values), 0.0)  # a column with nothing finite has largest 0: not checked
+            largest = kept.max(axis=0)
+        tiny = np.flatnonzero((largest > 0) & (largest < _UNDERFLOW))
+        if tiny.size:
+            col = int(tiny[0])
+            raise DataError(
+                f"{name} has values too small for float64 arithmetic: its squares underflow (column {col}'s largest "
+                f"|{name}| is {float(largest[col]):.3g}, below {_UNDERFLOW:g}). Rescale {name} (for example "
+                "standardise its columns)."
+            )
