@@ -41,6 +41,7 @@ import torch
 from latentfs.core.data import DataError, check_float, check_int, check_seed
 from latentfs.core.diagnostics import CollapsedComponentWarning
 from latentfs.core.driver import StreamEnd, make_generator
+from latentfs.core.options import check_moments
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
@@ -212,6 +213,8 @@ def partial_fit_state(state: OnlineEMState, batch: Any) -> OnlineEMState:
             f"batch must have the {state.n_features} features the fit started with; got {v.shape[1]}. Pass every "
             "mini-batch with the same columns in the same order."
         )
+    if isinstance(state.model, GaussianMixture):
+        check_moments(v, name="batch")  # squares that overflow (or underflow) would surface as a singular M-step
     nb = v.shape[0]
     stats: dict[str, torch.Tensor] | None
     params: dict[str, torch.Tensor] | None
@@ -367,6 +370,11 @@ class MixtureOnlineEM(EngineSpec):
         elif is_dask_array(X):
             if X.ndim != 2:
                 raise DataError(f"X must be a 2-D dask array (rows × features); got {X.ndim} dimension(s).")
+            if any(np.isnan(n) for n in X.shape):
+                raise DataError(
+                    f"X is a dask array of unknown size {X.shape} (its chunk sizes are unknown, as after boolean "
+                    "indexing); online EM draws its mini-batches by row. Call X.compute_chunk_sizes() first."
+                )
             n_features, n_rows = int(X.shape[1]), int(X.shape[0])
             n_batches = o.n_passes * -(-n_rows // o.batch_size)
             # each mini-batch of a dask array computed on its own: only one batch is ever in memory
@@ -401,7 +409,10 @@ class MixtureOnlineEM(EngineSpec):
         batch = next(prep.batches, _END)
         if batch is _END:  # the stream has ended: so does the run
             raise StreamEnd
-        new = partial_fit_state(state, batch)
+        try:
+            new = partial_fit_state(state, batch)
+        except DataError as exc:  # name the mini-batch: in a stream of thousands, "X" alone says too little
+            raise DataError(f"mini-batch {state.n_updates} (0-based, {len(batch)} rows): {exc}") from None
         return new, new.trace[-1]  # the batch's mean log-likelihood at the parameters it was given
 
     def degenerate(self, prep: OnlineEMPrep, o: Options, state: OnlineEMState) -> list[dict[str, Any]]:
