@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from latentfs.core.blockwise import BlockwiseNewData
 from latentfs.core.containers import dataarray_as_frame
 from latentfs.core.data import DataError, as_array
+from latentfs.core.options import check_moments
 
 __all__ = [
     "LatentClusterer",
@@ -454,6 +455,9 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
             ) from None
         if self._positive_only:
             check_nonnegative(X, type(self).__name__)
+        elif isinstance(X, np.ndarray):
+            # squares that overflow would come back as NaN or inf scores, probabilities and transforms
+            check_moments(X, underflow=False)
         if getattr(self, "non_integer", "error") == "round":  # count models that opt in to rounding
             X = round_counts(X)
         return X

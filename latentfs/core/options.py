@@ -473,10 +473,11 @@ def check_flag(name: str, value: Any, *, allow_none: bool = False) -> bool | Non
 _UNDERFLOW = 1e-150
 
 
-def check_moments(values: np.ndarray, *, name: str = "X") -> None:
+def check_moments(values: np.ndarray, *, name: str = "X", underflow: bool = True) -> None:
     """Refuse continuous data whose column means or variances overflow float64 (an entry near 1e300 squares
     to inf), or whose column variances underflow (every entry of a column below 1e-150 in magnitude), which would
-    otherwise surface as a ``LinAlgError`` or "probabilities contain NaN" deep inside.
+    otherwise surface as a ``LinAlgError`` or "probabilities contain NaN" deep inside. ``underflow=False`` checks
+    the overflow only (new data scored by a fitted model: tiny values are legal there).
 
     Examples
     --------
@@ -501,7 +502,7 @@ def check_moments(values: np.ndarray, *, name: str = "X") -> None:
             f"{abs(float(values[row, col])):.3g} at row {row}, column {col}). Rescale {name} (for example "
             "standardise its columns) or remove the outlying entries."
         )
-    if values.ndim == 2 and values.size and mask.any():
+    if underflow and values.ndim == 2 and values.size and mask.any():
         # the other end: a column whose every entry is below 1e-150 has squares (and a variance) that underflow to 0
         if mask.all():  # the usual case: no copy of the data
             largest = np.maximum(values.max(axis=0), -values.min(axis=0))

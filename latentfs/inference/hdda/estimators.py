@@ -27,6 +27,7 @@ from latentfs.core.data import (
     check_positive,
 )
 from latentfs.core.estimator import class_labels, match_columns
+from latentfs.core.options import check_moments
 from latentfs.inference.hdda import numerics as _numerics
 from latentfs.inference.hdda.hddc import fit_hddc
 
@@ -70,7 +71,9 @@ class _HDDBase(BlockwiseNewData, ParamsAsDataError, BaseEstimator):
                 f"{self.n_features_in_} features as input)."
             )
         checked = check_X(self, X, reset=False, ensure_all_finite=False)
-        return as_continuous(checked, name="X", missing="error").values
+        values = as_continuous(checked, name="X", missing="error").values
+        check_moments(values, underflow=False)  # squares that overflow would give NaN costs and probabilities
+        return values
 
     @property
     def _n_features_out(self) -> int:  # the columns of predict_proba on a dask array: one per class
