@@ -512,9 +512,9 @@ def check_moments(values: np.ndarray, *, name: str = "X", underflow: bool = True
             largest = kept.max(axis=0)
         tiny = np.flatnonzero((largest > 0) & (largest < _UNDERFLOW))
         if tiny.size:
-            col = int(tiny[0])
+            column = int(tiny[0])
             raise DataError(
-                f"{name} has values too small for float64 arithmetic: its squares underflow (column {col}'s largest "
-                f"|{name}| is {float(largest[col]):.3g}, below {_UNDERFLOW:g}). Rescale {name} (for example "
+                f"{name} has values too small for float64 arithmetic: its squares underflow (column {column}'s largest "
+                f"|{name}| is {float(largest[column]):.3g}, below {_UNDERFLOW:g}). Rescale {name} (for example "
                 "standardise its columns)."
             )
