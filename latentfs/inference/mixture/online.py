@@ -412,7 +412,8 @@ class MixtureOnlineEM(EngineSpec):
         try:
             new = partial_fit_state(state, batch)
         except DataError as exc:  # name the mini-batch: in a stream of thousands, "X" alone says too little
-            raise DataError(f"mini-batch {state.n_updates} (0-based, {getattr(batch, "shape", (0,))[0]} rows): {exc}") from None
+            rows = getattr(batch, "shape", (0,))[0]
+            raise DataError(f"mini-batch {state.n_updates} (0-based, {rows} rows): {exc}") from None
         return new, new.trace[-1]  # the batch's mean log-likelihood at the parameters it was given
 
     def degenerate(self, prep: OnlineEMPrep, o: Options, state: OnlineEMState) -> list[dict[str, Any]]:
