@@ -353,6 +353,8 @@ class MixtureOnlineEM(EngineSpec):
         "n_init": Option("auto", _n_init_option, "'auto' or int ≥ 1",
                          "the restarts of the first batch's short batch EM (as batch EM)"),
         "e_step": Option("auto", None, "str", "the Gaussian E-step's variant (as batch EM)"),
+        "progress": shared("progress"),
+        "warn": shared("warn"),
     }
 
     def prepare(self, model: Any, X: Any, o: Options) -> OnlineEMPrep:

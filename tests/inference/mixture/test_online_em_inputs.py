@@ -6,7 +6,6 @@ DataError about a singular M-step that named neither the batch nor the cause. A 
 from __future__ import annotations
 
 import dask.array as da
-import numpy as np
 import pytest
 
 import latentfs
@@ -32,3 +31,21 @@ def test_a_bad_batch_in_a_stream_is_named(as_list):
 def test_a_first_batch_that_underflows_is_refused():
     with pytest.raises(DataError, match="mini-batch 0 .* too small for float64 arithmetic"):
         latentfs.fit(latentfs.GaussianMixture(2), iter([X[:30] * 1e-200, X[30:]]), method="online_em")
+
+
+def test_progress_and_warn_are_options_as_for_every_optimiser():
+    # online EM took neither (latentfs.fit(..., method="online_em", progress=False) was refused), so its
+    # collapse warning could not be silenced
+    from latentfs.testing import planted_collapse
+
+    model, P, _ = planted_collapse(tiny_model(latentfs.GaussianMixture))
+    with pytest.warns(latentfs.core.diagnostics.CollapsedComponentWarning):
+        latentfs.fit(model, P, method="online_em", seed=3, progress=False)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = latentfs.fit(model, P, method="online_em", seed=3, progress=False, warn=False)
+    assert r.diagnostics["collapsed"]
+    with pytest.raises(DataError, match="warn"):
+        latentfs.fit(model, P, method="online_em", warn="no")
