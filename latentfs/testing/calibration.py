@@ -267,7 +267,7 @@ def sbc(
         ``truth`` maps each parameter's name to its value; ``data`` is passed to ``sample`` as it is.
         Draw both from the model's own generative program, seeded by ``n``.
     sample : callable ``sample(data, n, num_samples) -> draws``
-        ``draws`` maps each parameter's name to an array (num_samples, *shape): one chain's kept draws.
+        ``draws`` maps each parameter's name to an array ``(num_samples, *shape)``: one chain's kept draws.
     quantities : callable ``quantities(params) -> {name: array (n,)}``
         ``params`` maps each parameter's name to an array with a leading axis of n draws (n = 1 for the truth).
         Scalar test quantities, each invariant to whatever the sampler cannot identify (component labels).
