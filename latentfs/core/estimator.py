@@ -234,8 +234,9 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
             ) from None
         if self._positive_only:
             check_nonnegative(X, type(self).__name__)
-        elif isinstance(X, np.ndarray):
-            # squares that overflow would come back as NaN or inf scores, probabilities and transforms
+        elif not reset and isinstance(X, np.ndarray):
+            # new data: squares that overflow would come back as NaN or inf scores, probabilities and transforms
+            # (fit's data are checked by the engine itself, once)
             check_moments(X, underflow=False)
         if getattr(self, "non_integer", "error") == "round":  # count models that opt in to rounding
             X = round_counts(X)
