@@ -28,28 +28,35 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 import torch
 
-from latentfs.core.data import DataError, DataWarning, as_counts, as_rng, check_choice
+from latentfs.core.backends import ShardSet, shard_data
+from latentfs.core.data import CountMatrix, DataError, as_counts, as_rng, check_choice
 from latentfs.core.driver import OptimizerRun
 from latentfs.core.options import check_flag, check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
 from latentfs.core.results import Posterior
-from latentfs.evaluate.heldout import completion_score, split_documents
 from latentfs.inference.dca.common import DCAData, prepare
-from latentfs.inference.dca.em import PointState, plsi_step
+from latentfs.inference.dca.em import PointState, theta_simplex
+from latentfs.inference.plsa.steps import (
+    prepare_shard,
+    shard_em_step,
+    shard_final,
+    shard_loglik,
+    shard_summary,
+    uniform_doc_topic,
+)
+from latentfs.inference.plsa.validation import _TINY, _EarlyStopper, _fold_in_data, _make_validation
 from latentfs.models.plsa import PLSA
 
-__all__ = ["PLSAEM", "PLSAPrep", "fit_plsa", "fold_in", "plsa_loglik"]
+__all__ = ["PLSAEM", "PLSAPrep", "PLSAState", "fit_plsa", "fold_in", "plsa_loglik"]
 
-_TINY = 1e-300
 VALIDATION_SCORES = ("completion", "fold_in")
 
 
@@ -59,24 +66,6 @@ def plsa_loglik(data: DCAData, state: PointState) -> tuple[float, float]:
     cond = float((data.values * torch.log(rates)).sum())
     n = data.doc_lengths
     return float((n * torch.log(n / n.sum())).sum()) + cond, cond
-
-
-def _fold_in_data(
-    data: DCAData, topic_word: torch.Tensor, doc_topic: torch.Tensor, n_iter: int, tol: float
-) -> torch.Tensor:
-    """Iterate eq. (2) and (4) for the documents of ``data`` with P(x | z) = ``topic_word`` held fixed."""
-    for _ in range(n_iter):
-        rates = data.rates_at_nonzeros(doc_topic, topic_word).clamp_min(_TINY)
-        new = doc_topic * data.times_t(data.values / rates, topic_word)
-        # Σ_k new = n(d) less the tokens of words no aspect can emit (unseen in training): normalising
-        # ignores those tokens; a document with no usable token keeps its start.
-        total = new.sum(-1, keepdim=True)
-        new = torch.where(total > 0, new / total.clamp_min(_TINY), doc_topic)
-        change = float((new - doc_topic).abs().max())
-        doc_topic = new
-        if change <= tol:
-            break
-    return doc_topic
 
 
 def _topic_word_of(source: Any) -> np.ndarray:
@@ -146,106 +135,6 @@ def fold_in(
     return m.numpy()
 
 
-@dataclass
-class _Validation:
-    """Validation documents prepared once: fold-in part, scored part and the warm-started P(z | d)."""
-
-    observed: DCAData
-    held: sp.csr_matrix
-    doc_topic: torch.Tensor
-    seen: np.ndarray  # (J,) bool, words that occur in training
-    n_unseen: int
-    history: list[float] = field(default_factory=list)
-    zero_history: list[int] = field(default_factory=list)
-
-    def score(self, topic_word: torch.Tensor, n_iter: int) -> float:
-        self.doc_topic = _fold_in_data(self.observed, topic_word, self.doc_topic, n_iter, 0.0)
-        # words with no probability under every aspect (unseen in training) cannot be scored
-        tw = topic_word.detach().cpu().numpy()
-        ok = (tw.sum(0) > 0) & self.seen
-        held = self.held[:, ok]
-        if not held.nnz:
-            self.zero_history.append(0)
-            return -math.inf
-        out = completion_score(tw[:, ok], self.doc_topic.detach().cpu().numpy(), held)
-        self.zero_history.append(out["n_zero_probability"])
-        if out["n_zero_probability"] == out["n_tokens"]:
-            return math.log(_TINY)
-        # For choosing an iterate, a held-out token of probability 0 is charged log(1e-300) ≈ −690.8 nats (so
-        # iterates with fewer such tokens win) rather than −inf (which would tie every such iterate); the
-        # count is reported in diagnostics["zero_probability_validation_tokens"].
-        n = out["n_tokens"]
-        return float((out["per_token_scored"] * (n - out["n_zero_probability"]) + out["n_zero_probability"]
-                      * math.log(_TINY)) / n)
-
-
-def _make_validation(
-    X_valid: Any, n_features: int, seen: np.ndarray, K: int, how: str, seed: int, dtype: torch.dtype,
-    device: torch.device,
-) -> _Validation:
-    """Validation documents against a training vocabulary of ``n_features`` words, of which ``seen`` (J,) bool
-    occur in training."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataWarning)
-        valid = as_counts(X_valid, name="X_valid", empty_documents="drop")
-    if valid.n_features != n_features:
-        raise DataError(
-            f"X_valid must have {n_features} features (as X); got {valid.n_features}. Use the same vocabulary."
-        )
-    if how == "completion":
-        if (valid.doc_lengths < 2).all():
-            raise DataError("X_valid documents need at least 2 tokens each for completion; pass longer documents.")
-        observed, held = split_documents(valid.csr, 0.5, seed=seed)
-        keep = np.asarray(observed.sum(1)).ravel() > 0
-        observed, held = observed[keep], held[keep]
-    else:
-        observed = held = valid.csr
-    n_unseen = int(held[:, ~seen].sum())
-    obs = prepare(sp.csr_matrix(observed), dtype=dtype, device=device)
-    start = torch.full((obs.n_documents, K), 1.0 / K, dtype=dtype, device=device)
-    return _Validation(obs, sp.csr_matrix(held), start, seen, n_unseen)
-
-
-@dataclass
-class _EarlyStopper:
-    """Validation-driven control of (tempered) EM; the step becomes the identity once stopped."""
-
-    validation: _Validation
-    patience: int
-    tempered: bool
-    beta_decay: float
-    beta_min: float
-    fold_in_iter: int
-    beta: float = 1.0
-    best_score: float = -math.inf
-    best_state: Any = None  # a PointState (or a sharded fit's state: Θ and its shards' P(z | d))
-    best_iter: int = -1
-    bad: int = 0
-    improved_at_beta: bool = True
-    stopped: bool = False
-    betas: list[float] = field(default_factory=list)
-
-    def after(self, it: int, new: PointState) -> PointState:
-        score = self.validation.score(new.topic_word, self.fold_in_iter)
-        self.validation.history.append(score)
-        self.betas.append(self.beta)
-        if score > self.best_score:
-            self.best_score, self.best_state, self.best_iter = score, new, it
-            self.bad, self.improved_at_beta = 0, True
-            return new
-        self.bad += 1
-        if self.bad < self.patience:
-            return new
-        next_beta = self.beta * self.beta_decay
-        if self.tempered and self.improved_at_beta and next_beta >= self.beta_min:
-            # Hofmann (2001): lower β and continue from the best iterate
-            self.beta, self.bad, self.improved_at_beta = next_beta, 0, False
-        else:
-            self.stopped = True
-        assert self.best_state is not None  # set at the first iteration (score > -inf)
-        return self.best_state
-
-
 def _check_unit(name: str, v: Any, *, closed_high: bool) -> float:
     ok = not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v and (v <= 1 if closed_high else v < 1)
     if not ok:
@@ -262,21 +151,83 @@ class _Track:
     it: int = 0
 
 
+@dataclass(frozen=True)
+class PLSAState:
+    """One start's PLSA iterate: P(x | z) on the driver and each shard's P(z | d), kept with its shard.
+
+    ``doc_topic`` is the back-end's list of per-shard states (:meth:`ShardSet.estep`): in memory one tensor
+    (n_documents, K), on dask one persisted object per row chunk. ``topic_word`` is (K, J), rows on the simplex.
+    """
+
+    doc_topic: list[Any]
+    topic_word: torch.Tensor
+
+
 @dataclass
 class PLSAPrep:
-    """What a PLSA fit needs from its data, in memory or over a dask array's shards: the r-th start, one EM step
-    at a given β (the new state and L at the input), L at a state, a fresh early stopper per start (None without
-    validation) and the final per-document quantities of the result."""
+    """What a PLSA fit needs from its data, on any back-end (module docstring of
+    :mod:`~latentfs.inference.plsa.steps`): the shards, Σ_d n(d) log P(d), the document lengths and the words seen
+    in training; it gives the r-th start, one EM step at a given β (the new state and L at the input), L at a
+    state, a fresh early stopper per start (None without validation) and the final per-document quantities."""
 
     model: PLSA
+    options: Options
     tempered: bool
     needs_validation: bool
-    start_state: Callable[[torch.Generator, int], Any]
-    inner_step: Callable[[Any, float], tuple[Any, float]]
-    objective_at: Callable[[Any], float]
-    make_stopper: Callable[[], _EarlyStopper | None]
-    result_parts: Callable[[Any], dict[str, Any]]
-    shards: int | None = None
+    shards: ShardSet
+    X_valid: Any
+    lengths: np.ndarray  # (n_documents,) float64, n(d)
+    seen: np.ndarray  # (J,) bool, words that occur in training
+    doc_term: float  # Σ_d n(d) log P(d), P(d) = n(d) / Σ n(d)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.seen.size)
+
+    def start_state(self, gen: torch.Generator, r: int) -> PLSAState:
+        o, ss, K = self.options, self.shards, self.model.n_components
+        if ss.is_local and r == 0 and o.init is not None:  # a warm start: in memory only
+            given = _plsa_init(o.init, ss.local, K, gen)
+            return PLSAState([given.doc_latent], given.topic_word)
+        # P(x | z) depends on J only, so a sharded fit starts where the in-memory one does
+        return PLSAState(ss.start(uniform_doc_topic, K),
+                         random_topic_word(K, self.n_features, gen, dtype=o.dtype, device=o.device))
+
+    def inner_step(self, s: PLSAState, beta: float) -> tuple[PLSAState, float]:
+        (counts, cond), kept, _ = self.shards.estep(shard_em_step, s.topic_word, beta, state=s.doc_topic, n_sum=2,
+                                                    keep=True)
+        assert kept is not None  # keep=True
+        theta = theta_simplex(torch.as_tensor(counts, dtype=self.options.dtype, device=self.options.device))
+        return PLSAState(kept, theta), self.doc_term + float(cond)
+
+    def objective_at(self, s: PLSAState) -> float:
+        return self.doc_term + float(np.sum(self.shards.summaries(shard_loglik, s.topic_word, state=s.doc_topic)))
+
+    def make_stopper(self) -> _EarlyStopper | None:
+        if not self.needs_validation:
+            return None
+        o = self.options
+        # the same validation split for every restart, so their scores compare
+        validation = _make_validation(self.X_valid, self.n_features, self.seen, self.model.n_components,
+                                      o.validation_score, 0, o.dtype, o.device)
+        return _EarlyStopper(validation, o.patience, self.tempered, o.beta_decay, o.beta_min, o.fold_in_iter)
+
+    def result_parts(self, s: PLSAState) -> dict[str, Any]:
+        ss = self.shards
+        (cond,), _, gathered = ss.estep(shard_final, s.topic_word, state=s.doc_topic, gather=True)
+        assert gathered is not None  # gather=True
+        cond = float(cond)
+        if ss.is_local:  # the names and kept rows of an in-memory X
+            counts = ss.local.counts
+            kept, doc_names, feature_names = counts.kept_documents, counts.document_names, counts.feature_names
+        else:
+            n_docs = int(self.lengths.size)
+            kept, doc_names = np.arange(n_docs), [f"doc{i}" for i in range(n_docs)]
+            feature_names = [f"w{j}" for j in range(self.n_features)]
+        return {"topic_word": s.topic_word.detach().cpu().numpy().astype(np.float64),
+                "doc_topic": np.concatenate([g[0] for g in gathered]), "doc_lengths": self.lengths,
+                "kept_documents": kept, "document_names": list(doc_names), "feature_names": list(feature_names),
+                "loglik": self.doc_term + cond, "cond": cond, "per_doc": np.concatenate([g[1] for g in gathered])}
 
 
 def _unit(closed_high: bool) -> Callable[[str, Any], float]:
@@ -289,67 +240,75 @@ def _persist(name: str, value: Any) -> bool:
     return value
 
 
-def _prepare_in_memory(model: PLSA, X: Any, o: Options, tempered: bool) -> PLSAPrep:
-    X_valid = o.X_valid
-    counts = as_counts(X, name="X")
-    K = model.n_components
+def _split_validation(counts: CountMatrix, o: Options) -> tuple[CountMatrix, Any]:
+    """In memory: (training documents, X_valid), holding out ``validation_fraction`` of X's documents (chosen with
+    ``seed``) when it is given."""
+    if o.validation_fraction is None:
+        return counts, o.X_valid
+    frac = o.validation_fraction
+    order = as_rng(o.seed).permutation(counts.n_documents)
+    n_valid = int(round(frac * counts.n_documents))
+    if n_valid < 1 or n_valid >= counts.n_documents:
+        raise DataError(
+            f"validation_fraction={frac} leaves {n_valid} validation documents of {counts.n_documents}; "
+            "choose a fraction that keeps at least one document on each side."
+        )
+    train_rows = np.sort(order[n_valid:])
+    train = as_counts(counts.csr[train_rows], document_names=[counts.document_names[i] for i in train_rows],
+                      feature_names=counts.feature_names)
+    return train, counts.csr[np.sort(order[:n_valid])]
+
+
+def _refuse_for_dask(o: Options) -> None:
+    """What a dask array X cannot do: hold out a fraction of its documents, validate on a dask array, warm start."""
+    from latentfs.core.shards import is_dask_array
+
     if o.validation_fraction is not None:
-        frac = o.validation_fraction
-        rng = as_rng(o.seed)
-        order = rng.permutation(counts.n_documents)
-        n_valid = int(round(frac * counts.n_documents))
-        if n_valid < 1 or n_valid >= counts.n_documents:
-            raise DataError(
-                f"validation_fraction={frac} leaves {n_valid} validation documents of {counts.n_documents}; "
-                "choose a fraction that keeps at least one document on each side."
-            )
-        X_valid = counts.csr[np.sort(order[:n_valid])]
-        train_rows = np.sort(order[n_valid:])
-        counts = as_counts(counts.csr[train_rows], document_names=[counts.document_names[i] for i in train_rows],
-                           feature_names=counts.feature_names)
+        raise DataError(
+            f"validation_fraction is not available for a dask array X (got {o.validation_fraction!r}): holding out "
+            "a random fraction of its documents would gather them on the driver. Pass the held-out documents "
+            "as an in-memory count matrix, X_valid=…, or split the dask array before fitting."
+        )
+    if is_dask_array(o.X_valid):
+        raise DataError(
+            "X_valid must be an in-memory count matrix (numpy or scipy.sparse) for a dask array X; got a dask "
+            "array. Validation documents are folded in on the driver: pass X_valid.compute() (a sample)."
+        )
+    if o.init is not None:
+        raise DataError(
+            f"init is not available for a dask array X; got {type(o.init).__name__}. Omit init (fit from seed)."
+        )
+
+
+def _prepare(model: PLSA, X: Any, o: Options, tempered: bool) -> PLSAPrep:
+    """The data side of a PLSA fit on the pipeline's back-end: X's shards (one in memory, its row chunks for a dask
+    array) prepared once; the document lengths and the words seen in training from one pass over them."""
+    from latentfs.core.shards import is_dask_array
+
+    sharded = is_dask_array(X)
+    if sharded:
+        _refuse_for_dask(o)
+        rows, X_valid = X, o.X_valid
+    else:
+        rows, X_valid = _split_validation(as_counts(X, name="X"), o)
     needs_validation = tempered or o.early_stopping
     if needs_validation and X_valid is None:
+        where = ("(in memory: validation_fraction is not available for a dask array X)" if sharded
+                 else "or validation_fraction=…")
+        raise DataError(f"early_stopping and tempered EM need validation documents; pass X_valid=… {where}.")
+    ss = shard_data(rows, prepare_shard, o.dtype, o.device, persist=bool(o.persist))
+    summaries = ss.summaries(shard_summary)
+    lengths = np.concatenate([s[0] for s in summaries])
+    seen = np.sum([s[1] for s in summaries], axis=0) > 0
+    K, n_docs, J = model.n_components, int(lengths.size), int(seen.size)
+    if K > min(n_docs, J):
         raise DataError(
-            "early_stopping and tempered EM need validation documents; pass X_valid=… or validation_fraction=…."
+            f"n_components must be at most {min(n_docs, J)} (the smaller of the numbers of documents and features); "
+            f"got {K}. Choose fewer aspects."
         )
-    if K > min(counts.n_documents, counts.n_features):
-        raise DataError(
-            f"n_components must be at most {min(counts.n_documents, counts.n_features)} (the smaller of the numbers "
-            f"of documents and features); got {K}. Choose fewer aspects."
-        )
-    data = prepare(counts, dtype=o.dtype, device=o.device)
-    seen = np.asarray(counts.csr.sum(0)).ravel() > 0  # words that occur in training
-
-    def make_stopper() -> _EarlyStopper | None:
-        if not needs_validation:
-            return None
-        # the same validation split for every restart, so their scores compare
-        return _EarlyStopper(_make_validation(X_valid, data.n_features, seen, K, o.validation_score, 0, data.dtype,
-                                              data.device), o.patience, tempered, o.beta_decay, o.beta_min,
-                             o.fold_in_iter)
-
-    def inner_step(state: PointState, beta: float) -> tuple[PointState, float]:
-        objective = plsa_loglik(data, state)[0]
-        return plsi_step(data, state, beta)[0], objective
-
-    def result_parts(state: PointState) -> dict[str, Any]:
-        loglik, cond = plsa_loglik(data, state)
-        rates = data.rates_at_nonzeros(state.doc_latent, state.topic_word).clamp_min(_TINY)
-        per_doc = torch.zeros(data.n_documents, dtype=data.dtype, device=data.device)
-        per_doc.index_add_(0, data.doc, data.values * torch.log(rates))
-        to_np = lambda t: t.detach().cpu().numpy().astype(np.float64)  # noqa: E731
-        return {"topic_word": to_np(state.topic_word), "doc_topic": to_np(state.doc_latent),
-                "doc_lengths": data.counts.doc_lengths, "kept_documents": data.counts.kept_documents,
-                "document_names": list(data.counts.document_names),
-                "feature_names": list(data.counts.feature_names), "loglik": loglik, "cond": cond,
-                "per_doc": to_np(per_doc)}
-
-    return PLSAPrep(
-        model, tempered, needs_validation,
-        start_state=lambda gen, r: _plsa_init(o.init if r == 0 else None, data, K, gen),
-        inner_step=inner_step, objective_at=lambda state: plsa_loglik(data, state)[0],
-        make_stopper=make_stopper, result_parts=result_parts,
-    )
+    n = torch.as_tensor(lengths, dtype=o.dtype, device=o.device)
+    doc_term = float((n * torch.log(n / n.sum())).sum())  # as plsa_loglik
+    return PLSAPrep(model, o, tempered, needs_validation, ss, X_valid, lengths, seen, doc_term)
 
 
 class PLSAEM(EngineSpec):
@@ -382,17 +341,20 @@ class PLSAEM(EngineSpec):
 
     Notes
     -----
-    ``X`` may be a ``dask.array.Array`` of counts whose row chunks (dense or scipy.sparse blocks, one column
-    chunk) are the shards (needs ``pip install "latentfs[dask]"``; :mod:`latentfs.inference.plsa.sharded`).
-    Every iteration then runs the E-step and the P(z | d) update as one task per shard on the active
-    scheduler (a ``dask.distributed.Client`` if one exists); each shard's P(z | d) stays with it, only the
-    word–aspect counts Σ_d n(d, x) P(z | d, x) (K × J) and the shard's log-likelihood come to the driver,
-    which normalises them into P(x | z). Each shard is validated inside its task. P(x | z) starts as in
-    memory (it depends on J only), so the result equals the in-memory fit for the same seed up to
-    summation order. Tempered EM and early stopping work with an in-memory ``X_valid``; not with dask
-    input: ``validation_fraction`` (the split would gather documents on the driver), a dask ``X_valid``, and
-    ``init``. The fitted P(z | d) (n_documents × K) and per-document log-likelihoods are gathered at the end,
-    as for DCA VB.
+    The fit runs on the pipeline's data back-end (:mod:`latentfs.core.backends`): the documents are shards, and
+    every EM iteration runs one per-shard step (:func:`~latentfs.inference.plsa.steps.shard_em_step`: the
+    E-step and the P(z | d) update) and sums the shards' word–aspect counts Σ_d n(d, x) P(z | d, x) (K × J)
+    and log-likelihoods; the driver normalises the counts into P(x | z) and runs the validation. In memory
+    the data are one shard and the step is called directly. ``X`` may also be a ``dask.array.Array`` of
+    counts whose row chunks (dense or scipy.sparse blocks, one column chunk) are the shards (needs
+    ``pip install "latentfs[dask]"``): the step is one task per shard on the active scheduler (a
+    ``dask.distributed.Client`` if one exists), each shard's P(z | d) stays with it and only the K × J counts
+    and the log-likelihood come to the driver. Each shard is validated inside its task. P(x | z) starts as in
+    memory (it depends on J only), so the result equals the in-memory fit for the same seed up to summation
+    order (bit for bit with one row chunk). Tempered EM and early stopping work with an in-memory
+    ``X_valid``; not with dask input: ``validation_fraction`` (the split would gather documents on the
+    driver), a dask ``X_valid``, and ``init``. The fitted P(z | d) (n_documents × K) and per-document
+    log-likelihoods are gathered at the end, as for DCA VB.
 
     Returns
     -------
@@ -450,18 +412,12 @@ class PLSAEM(EngineSpec):
             self.options = {**PLSAEM.options, "tempered": replace(PLSAEM.options["tempered"], default=True)}
 
     def prepare(self, model: Any, X: Any, o: Options) -> PLSAPrep:
-        from latentfs.core.shards import is_dask_array
-
         tempered = bool(o.tempered)
         if self.method == "tem" and not tempered:
             raise DataError("method='tem' is tempered EM; drop tempered=False or use method='em'.")
         if o.X_valid is not None and o.validation_fraction is not None:
             raise DataError("pass either X_valid or validation_fraction, not both.")
-        if is_dask_array(X):
-            from latentfs.inference.plsa.sharded import prepare_shards
-
-            return prepare_shards(model, X, o, tempered)
-        return _prepare_in_memory(model, X, o, tempered)
+        return _prepare(model, X, o, tempered)
 
     def n_starts(self, prep: PLSAPrep, o: Options) -> int:
         return int(o.n_init)
@@ -524,8 +480,8 @@ class PLSAEM(EngineSpec):
             "observation_dim": "document",
             "tempered": prep.tempered,
         }
-        if prep.shards is not None:
-            diagnostics["shards"] = prep.shards
+        if not prep.shards.is_local:
+            diagnostics["shards"] = prep.shards.n_shards
         if stopper is not None:
             extras["validation_trace"] = np.asarray(stopper.validation.history)
             extras["beta_trace"] = np.asarray(stopper.betas)

@@ -1,7 +1,7 @@
 """PLSA EM and tempered EM on a dask array: one task per row chunk, P(z|d) kept with its chunk (issue 16).
 
 The sharded fit must equal the in-memory fit for the same seed (P(x|z) starts from the same draw, the
-iterates are the same up to the order of sums), with sparse and dense chunks, with early stopping and
+iterates are the same up to the order of sums; with one row chunk bit for bit: both run one per-shard step), with sparse and dense chunks, with early stopping and
 tempered EM on in-memory validation documents, on dask's synchronous scheduler and on a distributed
 LocalCluster of two worker processes.
 """
@@ -86,6 +86,35 @@ def test_dask_synchronous_equals_in_memory(corpus, valid, method, validation, sp
         assert 0 < got.diagnostics["best_iter"] < got.trace.shape[1] - 1
     if method == "tem":
         assert got.diagnostics["final_beta"] < 1.0  # tempering did happen
+
+
+@pytest.mark.parametrize(
+    ("method", "dtype", "sparse_chunks"),
+    [("em", "float64", True), ("em", "float32", False), ("tem", "float64", False)],
+)
+def test_dask_one_chunk_is_the_in_memory_fit_bit_for_bit(corpus, valid, method, dtype, sparse_chunks):
+    # memory and dask run the same per-shard step: with one row chunk nothing is summed over shards, so every
+    # number is the in-memory fit's own (float32 included, where a different summation would show at ~1e-8)
+    opts = dict(method=method, seed=4, max_iter=25, tol=0.0, warn=False, n_init=2, dtype=dtype)
+    if method == "tem":
+        opts.update(X_valid=valid, patience=2)
+    ref = latentfs.fit(PLSA(3), corpus, **opts)
+    source = corpus if sparse_chunks else corpus.toarray()
+    with dask.config.set(scheduler="synchronous"):
+        got = latentfs.fit(PLSA(3), da.from_array(source, chunks=(-1, -1), asarray=False), **opts)
+    assert got.diagnostics["shards"] == 1 and "shards" not in ref.diagnostics
+    pairs = [(got.trace, ref.trace), (got.log_likelihood, ref.log_likelihood)]
+    pairs += [(got.mean(site), ref.mean(site)) for site in ("topic_word", "doc_topic")]
+    assert set(got.extras) == set(ref.extras)
+    pairs += [(got.extras[key], ref.extras[key]) for key in ref.extras]
+    for key, value in ref.diagnostics.items():
+        if isinstance(value, (bool, int, float, list)):
+            pairs.append((np.asarray(got.diagnostics[key]), np.asarray(value)))
+    assert len(pairs) > 12
+    for a, b in pairs:
+        np.testing.assert_array_equal(a, b)
+    if method == "tem":
+        assert got.diagnostics["final_beta"] < 1.0  # the tempered E-step ran on the shard
 
 
 def test_dask_threads_without_persist_equals_in_memory(corpus):
