@@ -3,8 +3,8 @@
 * :mod:`~latentfs.inference.factor.em` EM (exact missing-data E-step) and MAP for FA;
   :mod:`~latentfs.inference.factor.mfa` EM for mixtures of factor analysers;
   :mod:`~latentfs.inference.factor.gibbs` Gibbs for Bayesian FA;
-* :mod:`~latentfs.inference.factor.sharded` FA EM / MAP on a dask array (one task per row shard) and
-  :func:`factor_scores` (lazy for a dask array);
+* :mod:`~latentfs.inference.factor.data` the data side of FA EM / MAP, in memory or one task per row shard of a
+  dask array; :mod:`~latentfs.inference.factor.scores` :func:`factor_scores` (lazy for a dask array);
 * :mod:`~latentfs.inference.factor.weights` loadings and communalities as feature weights, rotations.
 
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from latentfs._lazy import attach_family
 from latentfs.core.registry import register_new_data as _register_new_data
-from latentfs.inference.factor.sharded import factor_scores
+from latentfs.inference.factor.scores import factor_scores
 from latentfs.inference.factor.weights import (
     bootstrap_draws,
     communalities,

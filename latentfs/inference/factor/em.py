@@ -28,15 +28,25 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
+from latentfs.core.backends import shard_data
 from latentfs.core.data import DataError, check_positive
-from latentfs.core.options import check_flag, check_int, check_moments
+from latentfs.core.options import check_flag, check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
+from latentfs.core.shards import is_dask_array
+from latentfs.inference.factor.data import (
+    check_totals,
+    filled_covariance,
+    pool,
+    prepare_shard,
+    shard_estep,
+    summarise,
+)
 from latentfs.inference.factor.numerics import (  # noqa: F401  (the E-step, M-step and SQUAREM, re-exported)
     _ACCELERATIONS,
     _LOG_2PI,
@@ -109,10 +119,13 @@ def _check_n_init(n_init: Any, init: Any) -> int:
 # ---------------------------------------------------------------------------------------------- engines
 @dataclass
 class FAPrep:
-    """What a factor-analysis fit needs from its data, in memory or over a dask array's shards: the E-step
-    ``estep(params) -> EStats`` (on the covariance when nothing is missing, else over the rows or the shards),
-    ``data`` (whose per-feature sums the M-step reads), the r-th start ``start_params(init, generator)``, the
-    noise floor, the columns' variances (for the Heywood check) and the names and totals of the result."""
+    """What a factor-analysis fit needs from its data, whichever back-end holds it
+    (:mod:`latentfs.inference.factor.data`): the E-step ``estep(params) -> EStats`` (on the pooled moments when
+    nothing is missing, else one :func:`~latentfs.inference.factor.data.shard_estep` per shard), ``data`` (the
+    per-feature totals the M-step reads, and the moments), the r-th start ``start_params(init, generator)``, the
+    noise floor, the columns' variances (for the Heywood check) and the names and totals of the result.
+    ``rows`` is the prepared data of an in-memory fit (the row-level outputs); ``shards`` the number of row
+    shards of a dask array (None in memory)."""
 
     model: FactorAnalysis
     method: str
@@ -128,39 +141,66 @@ class FAPrep:
     n_observed: float
     n_patterns: int
     started: float
+    rows: FAData | None = None
     step: Any = None
     shards: int | None = None
     kept: Any = None
 
 
-def _prepare_in_memory(model: FactorAnalysis, X: Any, o: Any, *, method: str, use_priors: bool,
-                       started: float) -> FAPrep:
-    matrix = _validate_fa(model, X)
-    check_moments(matrix.values)
-    values = matrix.values
+def _prepare(model: FactorAnalysis, X: Any, o: Any, *, method: str, use_priors: bool, started: float) -> FAPrep:
+    """The data side of a fit, one path for every back-end: the shards prepared and summarised in one pass, the
+    summaries pooled (one shard's as they are), then the E-step on the pooled moments (complete data with
+    ``use_moments``: no further pass) or one per-pattern E-step per shard and step."""
     dtype, device = o.dtype, o.device
-    data = prepare_fa_data(values, dtype=dtype, device=device, use_moments=True)
-    cov = None if data.col_cov is None else data.col_cov.cpu().numpy()
+    shards = shard_data(X, prepare_shard, model, dtype, device, is_dask_array(X))
+    total = pool(shards.summaries(summarise))
+    d = int(total.count.shape[0])
+    if not shards.is_local:  # in memory the whole data were checked when prepared
+        check_totals(model, total, d)
+    cov = None if total.col_cov is None else total.col_cov.cpu().numpy()
     if cov is not None:
-        _check_covariance(cov, data.n_samples, o.regularization)
-    if not o.use_moments:
-        data.col_cov = data.col_mean = None
-    floor = _noise_floor(values, o.regularization, dtype, device, cov)
-    use_moments = o.use_moments
+        _check_covariance(cov, total.n, o.regularization)
+        var = start_var = np.diag(cov).copy()  # the columns' variances (Heywood check, floor, starts)
+    else:  # the observed entries' variances (Heywood check, floor); those of the mean-imputed data (starts)
+        var, start_var = cast(np.ndarray, total.obs_var), cast(np.ndarray, total.filled_var)
+    frac = 1e-8 if o.regularization is None else float(o.regularization)
+    floor = torch.as_tensor(frac * var, dtype=dtype, device=device)
+    data = FAData(
+        values=torch.empty((0, d), dtype=dtype, device=device), observed=None, patterns=total.patterns,
+        pattern_of_row=torch.empty(0, dtype=torch.long, device=device),
+        pattern_counts=torch.tensor([float(total.n)], dtype=dtype, device=device), count=total.count,
+        sum_squares=total.sum_squares, col_mean=total.col_mean, col_cov=total.col_cov,
+        n_rows=total.n,
+    )
+    mean = total.mean
 
-    def estep(state: FAParams) -> EStats:
-        return fa_estep(state, data, use_moments=use_moments)
+    if cov is not None and o.use_moments:
+        def estep(state: FAParams) -> EStats:
+            return _estep_moments(state, data)[0]  # no pass over the data
+
+        def covariance() -> np.ndarray:
+            return cov  # type: ignore[return-value]
+    else:
+        def estep(state: FAParams) -> EStats:
+            (A, B, loglik), _, _ = shards.estep(shard_estep, state.loadings, state.noise_variance, state.mean,
+                                                n_sum=3)
+            t = lambda v: torch.as_tensor(v, dtype=dtype, device=device)  # noqa: E731  (a no-op in memory)
+            return EStats(A=t(A), B=t(B), loglik=t(loglik))
+
+        def covariance() -> np.ndarray:
+            # the pca start of data with missing entries: the mean-imputed covariance, one more pass
+            return cov if cov is not None else filled_covariance(shards, mean)
 
     def start_params(init: Any, gen: torch.Generator) -> FAParams:
-        return fa_initial_params(values, model.n_components, init=init, generator=gen, dtype=dtype, device=device,
-                                 covariance=cov)
+        return initial_params_from_moments(mean, start_var, covariance, model.n_components, init=init,
+                                           generator=gen, dtype=dtype, device=device)
 
-    # the columns' variances are the covariance's diagonal when it was formed (np.nanvar would re-read X)
-    var = np.nanvar(values, axis=0) if cov is None else np.diag(cov).copy()
+    local = shards.local if shards.is_local else None
     return FAPrep(model, method, use_priors, data, estep, start_params, floor, var,
-                  feature_names=list(matrix.feature_names), sample_names=list(matrix.sample_names),
-                  n_samples=data.n_samples, n_observed=float(data.count.sum()),
-                  n_patterns=int(data.patterns.shape[0]), started=started)
+                  feature_names=local.feature_names if local else [f"x{j}" for j in range(d)],
+                  sample_names=local.sample_names if local else None, n_samples=total.n,
+                  n_observed=float(total.count.sum()), n_patterns=int(total.patterns.shape[0]), started=started,
+                  rows=local.data if local else None, shards=None if local else shards.n_shards)
 
 
 def _em_map(prep: FAPrep) -> Any:
@@ -241,10 +281,11 @@ class FactorAnalysisEM(EngineSpec):
     are listed in ``diagnostics["heywood_features"]``.
 
     ``X`` may be a ``dask.array.Array`` whose row chunks (dense, one column chunk) are the shards (needs
-    ``pip install "latentfs[dask]"``; :mod:`latentfs.inference.factor.sharded`, also for ``"map"``): with
-    complete data its moments are one pass of shard tasks and EM then runs on the driver; with missing
-    entries every EM step is one E-step task per shard, summed on the driver. The result equals the
-    in-memory fit for the same seed up to summation order; no row is gathered, so it holds no
+    ``pip install "latentfs[dask]"``; also for ``"map"``; :mod:`latentfs.inference.factor.data` is the data side,
+    the same functions in memory, on one shard): with complete data its moments are one pass of shard tasks and EM
+    then runs on the driver; with missing entries every EM step is one E-step task per shard, summed next to the
+    shards. The result equals the in-memory fit for the same seed up to summation order (a dask array of one
+    chunk gives the in-memory numbers exactly); no row is gathered, so it holds no
     ``factor_scores`` (:func:`latentfs.inference.factor.factor_scores` computes them lazily), per-row
     log-likelihood or ``sample`` coordinate.
 
@@ -303,18 +344,10 @@ class FactorAnalysisEM(EngineSpec):
         # the MAP's priors are on the data's own scale.
 
     def prepare(self, model: Any, data: Any, o: Options) -> FAPrep:
-        from latentfs.core.shards import is_dask_array
-
         started = time.perf_counter()
         if not isinstance(model, FactorAnalysis):
             raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
-        if is_dask_array(data):
-            from latentfs.inference.factor.sharded import prepare_shards
-
-            prep = prepare_shards(model, data, o, method=self.method, use_priors=self.use_priors, started=started)
-        else:
-            prep = _prepare_in_memory(model, data, o, method=self.method, use_priors=self.use_priors,
-                                      started=started)
+        prep = _prepare(model, data, o, method=self.method, use_priors=self.use_priors, started=started)
         prep.step = _ACCELERATIONS[o.acceleration](_em_map(prep), prep.floor)
         return prep
 
@@ -381,20 +414,20 @@ def _fa_export(prep: FAPrep, run: Any) -> Export:
     coords: dict[str, list[str]] = {"feature": prep.feature_names, "factor": [f"f{k}" for k in range(q)]}
     extras: dict[str, Any] = {}
     log_likelihood = None
-    if prep.shards is None:
-        V, Ez, ll_rows = factor_posterior(params, prep.data)
+    if prep.rows is not None:
+        V, Ez, ll_rows = factor_posterior(params, prep.rows)
         loglik = float(ll_rows.sum())
         log_likelihood = ll_rows.cpu().numpy()[None, None, :]
         extras.update(
             factor_scores=Ez.cpu().numpy(),
-            factor_score_covariance=(V[prep.data.pattern_of_row].cpu().numpy() if V.shape[0] > 1
+            factor_score_covariance=(V[prep.rows.pattern_of_row].cpu().numpy() if V.shape[0] > 1
                                      else V[0].cpu().numpy()),
         )
     else:
         loglik = float(prep.estep(params).loglik)
     extras["communalities"] = common / (common + psi)
-    if prep.shards is None:
-        extras["pattern_of_row"] = prep.data.pattern_of_row.cpu().numpy()
+    if prep.rows is not None:
+        extras["pattern_of_row"] = prep.rows.pattern_of_row.cpu().numpy()
     if prep.sample_names is not None:
         coords["sample"] = prep.sample_names
     diagnostics = {

@@ -61,8 +61,8 @@ class FAData:
     values_sq : Tensor (n, d), y² (0 where missing); kept when entries are missing.
     col_mean, col_cov : Tensor (d,), (d, d); complete data only: ȳ and the biased covariance S.
     n_rows : int, optional
-        The number of rows when ``values`` does not hold them: a sharded fit's driver keeps only the sums
-        and moments (``values`` is then empty, see :mod:`latentfs.inference.factor.sharded`).
+        The number of rows when ``values`` does not hold them: a fit's driver keeps only the pooled sums
+        and moments (``values`` is then empty, see :mod:`latentfs.inference.factor.data`).
     """
 
     values: torch.Tensor

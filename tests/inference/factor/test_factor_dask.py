@@ -161,3 +161,50 @@ def test_dask_local_cluster_processes_equals_in_memory(with_missing, client):
     ref = latentfs.fit(FactorAnalysis(2), with_missing, **opts)
     got = latentfs.fit(FactorAnalysis(2), da.from_array(with_missing, chunks=(60, -1)), **opts)
     _assert_same(got, ref)
+
+
+@pytest.mark.parametrize(
+    ("data", "options"),
+    [
+        ("complete", dict(n_init=2)),  # the E-step on the moments: one summary of the one shard, unpooled
+        ("complete", dict(use_moments=False, acceleration="none")),  # the per-shard E-step every step
+        ("with_missing", dict(n_init=2)),  # the per-shard E-step, and the pca start's mean-imputed covariance pass
+    ],
+)
+def test_dask_of_one_chunk_is_the_in_memory_fit_exactly(request, data, options):
+    # memory and dask run the same shard functions (prepare, summarise, E-step); a dask array of one chunk is one
+    # shard, whose summary and statistics are used as they are, so the fits agree to the last bit
+    X = request.getfixturevalue(data)
+    opts = dict(method="em", seed=2, max_iter=6, tol=0.0, warn=False, **options)
+    ref = latentfs.fit(FactorAnalysis(2), X, **opts)
+    with dask.config.set(scheduler="synchronous"):
+        got = latentfs.fit(FactorAnalysis(2), da.from_array(X, chunks=(X.shape[0], -1)), **opts)
+    assert got.diagnostics["shards"] == 1
+    np.testing.assert_array_equal(got.trace, ref.trace)
+    for site in ("loadings", "noise_variance", "mean"):
+        np.testing.assert_array_equal(got.mean(site), ref.mean(site))
+    for key in ("restart_objectives", "n_patterns", "missing_fraction"):
+        np.testing.assert_array_equal(got.diagnostics[key], ref.diagnostics[key])
+    # the final log-likelihood in memory is the sum of the per-row values it also reports (a row-level output)
+    np.testing.assert_allclose(got.diagnostics["log_likelihood"], ref.diagnostics["log_likelihood"], rtol=1e-14)
+
+
+def test_pooled_summaries_equal_the_summary_of_the_whole(complete, with_missing):
+    import torch
+
+    from latentfs.inference.factor.data import pool, prepare_shard, summarise
+
+    for X in (complete, with_missing, np.vstack([complete[:100], with_missing[100:]])):
+        whole = summarise(prepare_shard(X, None, torch.float64, "cpu", True))
+        assert pool([whole]) is whole  # one shard's summary is used as it is
+        parts = [summarise(prepare_shard(X[lo:lo + 60], None, torch.float64, "cpu", True)) for lo in (0, 60, 120, 180)]
+        total = pool(parts)
+        assert total.n == whole.n
+        np.testing.assert_array_equal(total.count.numpy(), whole.count.numpy())
+        np.testing.assert_array_equal(total.patterns.numpy(), whole.patterns.numpy())
+        complete = not np.isnan(X).any()
+        keys = ["sum_squares", "mean", "obs_var", "low", "high"] + (["col_mean", "col_cov"] if complete else ["filled_var"])
+        for key in keys:
+            np.testing.assert_allclose(np.asarray(getattr(total, key)), np.asarray(getattr(whole, key)), rtol=1e-12,
+                                       atol=1e-12, err_msg=key)
+        assert complete or (total.col_cov is None and whole.col_cov is None)  # moments only of complete data
