@@ -38,7 +38,7 @@ from latentfs.core import shards
 from latentfs.core.data import DataError, as_counts
 from latentfs.inference.dca.common import hyper_tensors, prepare, resolve_model
 from latentfs.inference.dca.vb import documents_at_theta, init_topic_word, restart_shape
-from latentfs.inference.dca.vb_sharded import _CorpusSummary
+from latentfs.inference.dca.vb_cycle import _CorpusSummary
 from latentfs.models.dca import DirichletDCA
 
 __all__ = ["ShardedRows", "document_theta_t", "shard_rows", "sharded_update"]

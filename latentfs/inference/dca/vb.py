@@ -47,7 +47,7 @@ the model is a unigram model repeated K times) is returned with a ``ConvergenceW
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -58,10 +58,14 @@ from latentfs.core.driver import OptimizerRun
 from latentfs.core.options import check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
-from latentfs.core.results import Posterior
-from latentfs.inference.dca.common import DCAData, DCAModel, dims_and_coords, model_groups, prepare, resolve_model
+from latentfs.inference.dca.common import DCAModel
 from latentfs.inference.dca.hyper import gamma_update  # noqa: F401  (re-exported: it was importable from here)
-from latentfs.inference.dca.vb_result import _pointwise_loglik, vb_export
+from latentfs.inference.dca.vb_cycle import VBPrep, VBTrack, prepare_vb
+from latentfs.inference.dca.vb_result import (  # noqa: F401  (state_from_posterior re-exported)
+    _pointwise_loglik,
+    state_from_posterior,
+    vb_export,
+)
 from latentfs.inference.dca.vb_stopping import (  # noqa: F401  (the saddle and γ helpers, re-exported)
     GAMMA_TOL,
     SADDLE_TV,
@@ -143,82 +147,6 @@ def _check_learn_gamma(model: DCAModel, learn_gamma: Any, theta_update: str) -> 
     return bool(learn_gamma)
 
 
-def _check_init(init: Any, model: DCAModel, data: DCAData, theta_update: str = "chapter") -> VBState:
-    """The start of a warm-started fit: a :class:`VBState`, or the :class:`Posterior` of an earlier VB fit of the
-    same model (:func:`state_from_posterior`), checked against this fit's documents, components and features."""
-    if isinstance(init, Posterior):
-        if init.method != "vb":
-            raise DataError(
-                f"init is a Posterior of method {init.method!r}; a warm start needs the Posterior of a DCA VB fit "
-                "(method='vb'), whose fitted q(m) and q(Θ) are the state. Omit init, or fit with method='vb' first."
-            )
-        if init.model != type(model).__name__:
-            raise DataError(
-                f"init is a Posterior of a {init.model} fit; this fit is {type(model).__name__}. Start from a result "
-                "of the same model, or omit init."
-            )
-        if theta_update == "full" and init.fitted_params("topic_word")["family"] != "dirichlet":
-            raise DataError(
-                "theta_update='full' needs the Dirichlet parameters of q(Θ) to start from; init is a result with a "
-                "point Θ (theta_update='map'). Start from a 'chapter' or 'full' result, or omit init."
-            )
-        init = state_from_posterior(init, theta_update)
-    elif not isinstance(init, VBState):
-        raise DataError(
-            f"init must be a VBState or the Posterior of a DCA VB fit of this model; got {type(init).__name__}. "
-            "Pass init=result (an earlier latentfs.fit(..., method='vb')), or omit init to start from seed."
-        )
-    shapes = ((data.n_documents, model.n_components), (model.n_components, data.n_features))
-    got = (tuple(init.doc_shape.shape), tuple(init.topic_word.shape))
-    if got != shapes:
-        raise DataError(
-            f"init holds doc_shape {got[0]} and topic_word {got[1]}; this fit needs {shapes[0]} and {shapes[1]} "
-            "((documents, components) and (components, features)). Start from a fit of the same documents with "
-            "the same n_components, or omit init."
-        )
-    for name, value in (("doc_shape", init.doc_shape), ("topic_word", init.topic_word)):
-        if not bool(torch.isfinite(value).all()) or not bool((value > 0).all()):
-            raise DataError(f"init's {name} must be finite and positive; it holds {float(value.min()):g}.")
-    return VBState(
-        doc_shape=init.doc_shape.to(device=data.device, dtype=data.dtype),
-        topic_word=init.topic_word.to(device=data.device, dtype=data.dtype),
-    )
-
-
-@dataclass
-class VBTrack:
-    """What one start's run carries besides its state: the document bounds per cycle, its hyperparameters (learned
-    ones move) and their values per cycle."""
-
-    bounds: list[float]
-    hyper: dict[str, torch.Tensor]
-    hyper_trace: dict[str, list[Any]]
-
-
-@dataclass
-class VBPrep:
-    """What a DCA VB fit needs from its data, in memory or over a dask array's shards (:mod:`.vb_sharded`): the
-    resolved model, the r-th start, one cycle, and the final q(m) and Θ statistics of the result."""
-
-    model: DCAModel
-    theta_update: str
-    learn: tuple[str, ...]
-    learn_gamma: bool
-    learn_after: int
-    start_state: Any
-    cycle: Any
-    final: Any
-    dims: dict[str, tuple[str, ...]]
-    coords: dict[str, list[str]]
-    kept_documents: np.ndarray
-    doc_lengths: np.ndarray
-    groups: Any
-    hyper0: dict[str, torch.Tensor]
-    data: DCAData | None = None
-    shards: int | None = None
-    gamma_starts: tuple[float, ...] = ()  # learn_gamma: γ's start for start r is gamma_starts[r % len]
-
-
 def _doc_restart_option(name: str, value: Any) -> Any:
     if value is not None and not isinstance(value, bool):
         raise DataError(f"{name} must be True, False or None (automatic); got {value!r}.")
@@ -265,61 +193,6 @@ def _theta_update_option(name: str, value: Any) -> str:
 
 def _flag(name: str, value: Any) -> Any:
     return value  # learn_alpha / learn_beta / learn_gamma: checked against the model in prepare
-
-
-def _prepare_in_memory(model: DCAModel, X: Any, o: Options, learn: tuple[str, ...], learn_g: bool,
-                       doc_restart: bool) -> VBPrep:
-    from latentfs.inference.dca.hyper import vb_hyper_update, with_hyperparameters
-
-    theta_update, inner_iters, learn_after = o.theta_update, o.inner_iters, o.learn_after
-    data = prepare(X, dtype=o.dtype, device=o.device, empty_documents=o.empty_documents)
-    model = resolve_model(model, data)
-    hyper0 = _hyper(model, data)
-    threads = vb_threads(o.n_threads, data, model.n_components)
-    init = o.init
-
-    def start_state(gen: torch.Generator, r: int, gamma: float | None = None) -> VBState:
-        if init is not None and r == 0:
-            return _check_init(init, model, data, theta_update)
-        return vb_init(model if gamma is None else with_hyperparameters(model, gamma=gamma), data, gen, theta_update)
-
-    def cycle(s: VBState, track: VBTrack) -> tuple[VBState, float]:
-        bounds, h = track.bounds, track.hyper
-        if doc_restart:
-            s = VBState(doc_shape=restart_shape(model, h["alpha"], data.doc_lengths), topic_word=s.topic_word)
-        if learn and len(bounds) >= learn_after:
-            # while learning, every cycle starts from converged documents, so both Θ's statistics and the
-            # hyperparameter update see q(m) at its optimum (see converge_documents)
-            s = VBState(
-                doc_shape=converge_documents(model, data, s.doc_shape, s.topic_word, h, theta_update,
-                                             n_threads=threads),
-                topic_word=s.topic_word,
-            )
-        new, objective, bound = vb_step(
-            model, data, s, h, theta_update, inner_iters, "last" if doc_restart else "input", threads,
-            learn_gamma=learn_g,
-        )
-        bounds.append(bound)
-        if learn_g:
-            track.hyper_trace["gamma"].append(float(h["gamma"][0]))
-        if learn:
-            if len(bounds) > learn_after:
-                # learn from converged document shapes at the new Θ, not from a few updates after a restart
-                shapes = converge_documents(model, data, new.doc_shape, new.topic_word, h, theta_update,
-                                            n_threads=threads)
-                h.update(vb_hyper_update(model, shapes, h, learn))
-            for name in learn:
-                track.hyper_trace[name].append(h[name].cpu().numpy().copy())
-        return new, objective
-
-    def final(state: VBState, hyper: dict[str, torch.Tensor], fitted_model: DCAModel) -> tuple[Any, Any]:
-        # Θ statistics at the final a, so the reported q(Θ) matches the final document parameters
-        return theta_stats(fitted_model, data, state.doc_shape, state.topic_word, hyper, theta_update), state
-
-    dims, coords = dims_and_coords(model, data)
-    return VBPrep(model, theta_update, learn, learn_g, learn_after, start_state, cycle, final, dims, coords,
-                  kept_documents=data.counts.kept_documents, doc_lengths=data.counts.doc_lengths,
-                  groups=model_groups(model, data), hyper0=hyper0, data=data)
 
 
 class DCAVB(EngineSpec):
@@ -406,8 +279,9 @@ class DCAVB(EngineSpec):
     one task per shard on the active scheduler (a ``dask.distributed.Client`` if one exists); the tasks
     return the additive Θ statistics and bound (:func:`vb_estep`), the driver sums them and updates Θ,
     and each shard's document shapes stay with it. Every shard is validated inside its task, and no
-    shard's counts are gathered into the driver. Θ starts as in memory (it depends on J and the token
-    total only), so the result equals the in-memory fit for the same seed up to summation order. Not with
+    shard's counts are gathered into the driver. The per-shard step is the one an in-memory fit runs on its
+    single shard (:mod:`latentfs.inference.dca.vb_cycle`), and Θ starts as in memory (it depends on J and the
+    token total only), so the result equals the in-memory fit for the same seed up to summation order. Not with
     dask input: ``learn_alpha``/``learn_beta``, ``init``, and the pointwise log-likelihood (``num_ll_draws``
     is ignored).
 
@@ -492,11 +366,7 @@ class DCAVB(EngineSpec):
                 )
             if not isinstance(o.persist, bool):
                 raise DataError(f"persist must be True or False; got {o.persist!r}.")
-            from latentfs.inference.dca.vb_sharded import prepare_shards
-
-            prep = prepare_shards(model, X, o, learn_g, doc_restart)
-        else:
-            prep = _prepare_in_memory(model, X, o, learn, learn_g, doc_restart)
+        prep = prepare_vb(model, X, o, learn, learn_g, doc_restart)
         return replace(prep, gamma_starts=gamma_starts)
 
     def n_starts(self, prep: VBPrep, o: Options) -> int:
@@ -573,15 +443,3 @@ class DCAVB(EngineSpec):
 
 #: the spec, callable as ``fit_vb(model, X, **options)`` (the pipeline runs it)
 fit_vb = register_spec(DCAVB(), DirichletDCA, GammaPoissonDCA)
-
-
-def state_from_posterior(post: Posterior, theta_update: str = "chapter") -> VBState:
-    """A warm-start state from an earlier VB result (``init=`` of :func:`fit_vb`)."""
-    doc_site = "doc_topic" if "doc_topic" in post.sites else "doc_scores"
-    a = torch.as_tensor(post.fitted_params(doc_site)["concentration"])
-    spec = post.fitted_params("topic_word")
-    if theta_update == "full":
-        theta = torch.as_tensor(spec["concentration"])
-    else:
-        theta = torch.as_tensor(post.mean("topic_word"))
-    return VBState(doc_shape=a, topic_word=theta)

@@ -185,16 +185,20 @@ def vb_init(model: DCAModel, data: DCAData, generator: torch.Generator, theta_up
     1/J). Measured on planted corpora, this finds better optima of the ``"full"`` objective than
     Dirichlet(1)-random columns, which commit components to random words early.
     """
-    K = model.n_components
     theta = init_topic_word(
         model, data.n_features, data.doc_lengths.sum(), generator, theta_update, dtype=data.dtype, device=data.device
     )
+    return VBState(doc_shape=start_shapes(data, model), topic_word=theta)
+
+
+def start_shapes(data: DCAData, model: DCAModel) -> torch.Tensor:
+    """The documents' starting shapes of :func:`vb_init` (one shard's, given its data): a_k = 0.5 (DM) or
+    (Σα + L)/K (GaP)."""
+    K = model.n_components
     if isinstance(model, DirichletDCA):
-        a = torch.full((data.n_documents, K), 0.5, dtype=data.dtype, device=data.device)
-    else:
-        start = (float(model.alpha.sum()) + data.doc_lengths) / K
-        a = start[:, None].expand(-1, K).clone()
-    return VBState(doc_shape=a, topic_word=theta)
+        return torch.full((data.n_documents, K), 0.5, dtype=data.dtype, device=data.device)
+    start = (float(model.alpha.sum()) + data.doc_lengths) / K
+    return start[:, None].expand(-1, K).clone()
 
 
 def init_topic_word(

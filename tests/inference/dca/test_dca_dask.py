@@ -73,6 +73,34 @@ def test_dask_synchronous_equals_in_memory(corpus, model, theta_update, doc_rest
     _assert_same(got, ref)
 
 
+@pytest.mark.parametrize(
+    ("model", "options"),
+    [
+        (DirichletDCA(4), {}),
+        (GammaPoissonDCA(3), {"doc_restart": False}),
+        (DirichletDCA(3), {"theta_update": "full", "learn_gamma": True, "gamma_starts": (0.05, 0.5)}),
+    ],
+)
+def test_dask_one_chunk_is_the_in_memory_fit_bit_for_bit(corpus, model, options):
+    """One row chunk is one shard: the dask fit runs the in-memory fit's per-shard E-step on the same documents, so
+    every number of the result is identical (only the objective's sum differs in float32: host floats on dask)."""
+    ref = latentfs.fit(model, corpus, **options, **OPTS)
+    X = da.from_array(corpus, chunks=(corpus.shape[0], -1), asarray=False)
+    with dask.config.set(scheduler="synchronous"):
+        got = latentfs.fit(model, X, **options, **OPTS)
+    assert got.diagnostics["shards"] == 1
+    np.testing.assert_array_equal(got.trace, ref.trace)
+    np.testing.assert_array_equal(got.extras["bound_trace"], ref.extras["bound_trace"])
+    for site in ref.sites:
+        for key, value in ref.fitted_params(site).items():
+            if key != "family":
+                np.testing.assert_array_equal(got.fitted_params(site)[key], value)
+    assert got.hyperparameters["gamma"] == ref.hyperparameters["gamma"]
+    for name in ("gamma_trace", "component_counts"):
+        if name in ref.extras:
+            np.testing.assert_array_equal(got.extras[name], ref.extras[name])
+
+
 def test_dask_threads_without_persist_equals_in_memory(corpus):
     ref = latentfs.fit(DirichletDCA(3), corpus, **OPTS)
     X = da.from_array(corpus, chunks=(100, -1), asarray=False)
