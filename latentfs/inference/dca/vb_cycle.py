@@ -28,19 +28,17 @@ from latentfs.core.backends import ShardSet, shard_data
 from latentfs.core.data import DataError
 from latentfs.core.relabel import component_labels
 from latentfs.inference.dca.common import DCAData, DCAModel, dims_and_coords, model_groups, prepare, resolve_model
-from latentfs.inference.dca.hyper import gamma_update
 from latentfs.inference.dca.vb_result import _check_init
 from latentfs.inference.dca.vb_updates import (
     VBState,
     _hyper,
-    _theta_from_stats,
     converge_documents,
     init_topic_word,
     restart_shape,
     start_shapes,
-    theta_objective,
     theta_stats,
     vb_estep,
+    vb_mstep,
     vb_threads,
 )
 
@@ -261,13 +259,8 @@ def prepare_vb(model: DCAModel, X: Any, o: Any, learn: tuple[str, ...], learn_g:
             state=shapes, n_sum=2, keep=True,
         )
         stats = torch.as_tensor(stats, dtype=dtype, device=device)  # a no-op in memory
-        gamma = h["gamma"]
-        term = theta_objective(s.topic_word, gamma, theta_update)
-        # in memory the shard's bound is a tensor, added in its dtype; dask's are host floats, summed in double
-        objective = float(bound + term) if isinstance(bound, torch.Tensor) else bound + float(term)
-        if learn_g:  # from the first cycle, before Θ is updated
-            gamma = h["gamma"] = torch.full_like(gamma, gamma_update(stats, float(gamma[0])))
-        theta = _theta_from_stats(stats, gamma, theta_update, groups)
+        # γ (learn_gamma: from the first cycle) before Θ; the objective at the input Θ
+        theta, objective = vb_mstep(stats, bound, s.topic_word, h, theta_update, groups, learn_g)
         new = state(kept_shapes or [], theta)
         bounds.append(float(bound))
         if learn_g:

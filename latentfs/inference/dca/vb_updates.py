@@ -315,14 +315,32 @@ def vb_step(
     re-estimated from this cycle's statistics (:func:`gamma_update`) before Θ is updated, and
     ``hyper["gamma"]`` is replaced by the new value.
     """
-    gamma = hyper["gamma"]
     stats, bound, a = vb_estep(model, data, state.doc_shape, state.topic_word, hyper, theta_update, inner_iters,
                                bound_at, n_threads)
-    objective = bound + theta_objective(state.topic_word, gamma, theta_update)
+    theta, objective = vb_mstep(stats, bound, state.topic_word, hyper, theta_update, model_groups(model, data),
+                                learn_gamma)
+    return VBState(doc_shape=a, topic_word=theta), objective, float(bound)
+
+
+def vb_mstep(
+    stats: torch.Tensor,
+    bound: torch.Tensor | float,
+    topic_word: torch.Tensor,
+    hyper: dict[str, torch.Tensor],
+    theta_update: str,
+    groups: torch.Tensor | None,
+    learn_gamma: bool,
+) -> tuple[torch.Tensor, float]:
+    """The driver's half of a cycle, from the documents' summed Θ statistics ``stats`` and bound: (new Θ, the
+    objective at the input Θ). With ``learn_gamma``, γ is re-estimated from ``stats`` (:func:`gamma_update`) before
+    Θ is updated and ``hyper["gamma"]`` replaced. A tensor bound (in memory) is added to Θ's term in its dtype, a
+    float (summed over dask shards on the host) in double precision."""
+    gamma = hyper["gamma"]
+    term = theta_objective(topic_word, gamma, theta_update)
+    objective = float(bound + term) if isinstance(bound, torch.Tensor) else bound + float(term)
     if learn_gamma:
         gamma = hyper["gamma"] = torch.full_like(gamma, gamma_update(stats, float(gamma[0])))
-    theta = _theta_from_stats(stats, gamma, theta_update, model_groups(model, data))
-    return VBState(doc_shape=a, topic_word=theta), float(objective), float(bound)
+    return _theta_from_stats(stats, gamma, theta_update, groups), objective
 
 
 def converge_documents(
