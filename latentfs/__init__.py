@@ -49,24 +49,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "mixture_feature_weights",
     ),
     "latentfs.inference.plsa": ("PLSAEstimator", "PLSATransformer"),
-    "latentfs.models": (
-        "PLSA",
-        "CategoricalHMM",
-        "ConditionalGammaPoissonDCA",
-        "DirichletDCA",
-        "FactorAnalysis",
-        "GammaPoissonDCA",
-        "GaussianHMM",
-        "GaussianMixture",
-        "HDDAModel",
-        "HiddenPotts",
-        "LatentClass",
-        "LatentProfile",
-        "LatentTrait",
-        "LoadingConstraints",
-        "MixtureOfFactorAnalyzers",
-        "UnivariateMixtureK",
-    ),
+    "latentfs.models.dca": ("ConditionalGammaPoissonDCA", "DirichletDCA", "GammaPoissonDCA"),
+    "latentfs.models.factor": ("FactorAnalysis", "LoadingConstraints", "MixtureOfFactorAnalyzers"),
+    "latentfs.models.hdda": ("HDDAModel",),
+    "latentfs.models.hmm": ("CategoricalHMM", "GaussianHMM"),
+    "latentfs.models.hmrf": ("HiddenPotts",),
+    "latentfs.models.latent_trait": ("LatentTrait",),
+    "latentfs.models.mixture": ("GaussianMixture", "LatentClass", "LatentProfile", "UnivariateMixtureK"),
+    "latentfs.models.plsa": ("PLSA",),
 }
 _SUBPACKAGES = ("core", "datasets", "evaluate", "inference", "models", "plots", "select", "subspace", "testing")
 
@@ -98,24 +88,14 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
         mixture_feature_weights,
     )
     from latentfs.inference.plsa import PLSAEstimator, PLSATransformer
-    from latentfs.models import (
-        PLSA,
-        CategoricalHMM,
-        ConditionalGammaPoissonDCA,
-        DirichletDCA,
-        FactorAnalysis,
-        GammaPoissonDCA,
-        GaussianHMM,
-        GaussianMixture,
-        HDDAModel,
-        HiddenPotts,
-        LatentClass,
-        LatentProfile,
-        LatentTrait,
-        LoadingConstraints,
-        MixtureOfFactorAnalyzers,
-        UnivariateMixtureK,
-    )
+    from latentfs.models.dca import ConditionalGammaPoissonDCA, DirichletDCA, GammaPoissonDCA
+    from latentfs.models.factor import FactorAnalysis, LoadingConstraints, MixtureOfFactorAnalyzers
+    from latentfs.models.hdda import HDDAModel
+    from latentfs.models.hmm import CategoricalHMM, GaussianHMM
+    from latentfs.models.hmrf import HiddenPotts
+    from latentfs.models.latent_trait import LatentTrait
+    from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile, UnivariateMixtureK
+    from latentfs.models.plsa import PLSA
 
 __version__ = "0.1.0"
 

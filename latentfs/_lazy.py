@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["attach", "attach_family"]
+__all__ = ["attach", "attach_family", "public_names"]
 
 
 def attach(package: str, exports: Mapping[str, Iterable[str]],
@@ -52,3 +52,9 @@ def attach_family(package: str, path: Iterable[str], exports: Mapping[str, Itera
         if name not in exports:
             importlib.import_module(name)
     return attach(package, exports)
+
+
+def public_names(exports: Mapping[str, Iterable[str]], *own: str) -> list[str]:
+    """``__all__`` for a package built with :func:`attach`: the names ``exports`` gives it and those it defines or
+    imports itself (``own``), sorted, so each exported name is written once, where its module is named."""
+    return sorted({*own, *(name for names in exports.values() for name in names)})

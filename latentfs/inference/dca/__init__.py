@@ -15,21 +15,9 @@ Importing this package registers every engine of the family with :func:`latentfs
 
 from typing import TYPE_CHECKING
 
-from latentfs._lazy import attach_family
+from latentfs._lazy import attach_family, public_names
 from latentfs.core.registry import register_new_data as _register_new_data
-from latentfs.inference.dca.weights import component_shares, top_words, word_importance, word_relevance
-
-__all__ = [
-    "DCA",
-    "DCAClassifier",
-    "DCAFeatures",
-    "component_features",
-    "component_shares",
-    "fold_in_features",
-    "top_words",
-    "word_importance",
-    "word_relevance",
-]
+from latentfs.inference.dca.weights import component_shares, top_words, word_importance, word_relevance  # noqa: F401
 
 # Engines register themselves on import; the scikit-learn estimators hold none and are imported on first use.
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -37,10 +25,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "latentfs.inference.dca.features": ("DCAClassifier", "DCAFeatures", "component_features", "fold_in_features"),
 }
 __getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+__all__ = public_names(_EXPORTS, "component_shares", "top_words", "word_importance", "word_relevance")
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from latentfs.inference.dca.estimator import DCA
-    from latentfs.inference.dca.features import DCAClassifier, DCAFeatures, component_features, fold_in_features
+    from latentfs.inference.dca.estimator import DCA  # noqa: F401
+    from latentfs.inference.dca.features import DCAClassifier, DCAFeatures, component_features, fold_in_features  # noqa: F401
 
 # Posterior.transform / predict / score of DCA results (core names no family: each family registers its own)
 _register_new_data("DirichletDCA", "latentfs.inference.dca.estimator", "DCA", lambda h: {"model": "dirichlet"})

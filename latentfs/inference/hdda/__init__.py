@@ -9,20 +9,19 @@
 Importing this package registers every engine of the family with :func:`latentfs.fit`.
 """
 
-import importlib
-import pkgutil
+from typing import TYPE_CHECKING
 
-from latentfs.inference.hdda.estimators import HDDA, HDDC
-from latentfs.inference.hdda.weights import HDDAWeights, hdda_feature_weights, subspace_weights
+from latentfs._lazy import attach_family, public_names
 
-__all__ = [
-    "HDDA",
-    "HDDAWeights",
-    "HDDC",
-    "hdda_feature_weights",
-    "subspace_weights",
-]
+# Engines register themselves on import; the estimators and weights hold none and are imported on first use, so a
+# fit does not import scikit-learn.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "latentfs.inference.hdda.estimators": ("HDDA", "HDDC"),
+    "latentfs.inference.hdda.weights": ("HDDAWeights", "hdda_feature_weights", "subspace_weights"),
+}
+__getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+__all__ = public_names(_EXPORTS)
 
-# Engines register themselves on import.
-for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from latentfs.inference.hdda.estimators import HDDA, HDDC  # noqa: F401
+    from latentfs.inference.hdda.weights import HDDAWeights, hdda_feature_weights, subspace_weights  # noqa: F401

@@ -15,27 +15,10 @@ Importing this package registers every engine of the family with :func:`latentfs
 
 from typing import TYPE_CHECKING
 
-from latentfs._lazy import attach_family
+from latentfs._lazy import attach_family, public_names
 from latentfs.core.registry import register_new_data as _register_new_data
-from latentfs.inference.mixture.dic import DICWarning, dic, dic_from_loglik
-from latentfs.inference.mixture.reversible_jump import predictive_density
-
-__all__ = [
-    "DICWarning",
-    "GaussianMixtureClusterer",
-    "LatentClassClusterer",
-    "LatentProfileClusterer",
-    "MixtureSeparationSelector",
-    "bootstrap_feature_weights",
-    "bootstrap_lrt",
-    "dic",
-    "dic_from_loglik",
-    "information_criteria",
-    "mixture_feature_weights",
-    "n_parameters",
-    "predictive_density",
-    "select_n_components",
-]
+from latentfs.inference.mixture.dic import DICWarning, dic, dic_from_loglik  # noqa: F401
+from latentfs.inference.mixture.reversible_jump import predictive_density  # noqa: F401
 
 # Engines register themselves on import; the estimators, selectors and criteria hold none and are imported on first
 # use, so a fit does not import scikit-learn (about 1 s in a fresh process).
@@ -50,20 +33,21 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 # (dic stays eager: importing the module latentfs.inference.mixture.dic, as model_selection does, sets the package's
 # attribute "dic" to that module, which would shadow the lazily imported function of the same name.)
 __getattr__, __dir__ = attach_family(__name__, __path__, _EXPORTS)
+__all__ = public_names(_EXPORTS, "DICWarning", "dic", "dic_from_loglik", "predictive_density")
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from latentfs.inference.mixture.estimator import (
+    from latentfs.inference.mixture.estimator import (  # noqa: F401
         GaussianMixtureClusterer,
         LatentClassClusterer,
         LatentProfileClusterer,
     )
-    from latentfs.inference.mixture.model_selection import (
+    from latentfs.inference.mixture.model_selection import (  # noqa: F401
         bootstrap_lrt,
         information_criteria,
         n_parameters,
         select_n_components,
     )
-    from latentfs.inference.mixture.weights import (
+    from latentfs.inference.mixture.weights import (  # noqa: F401
         MixtureSeparationSelector,
         bootstrap_feature_weights,
         mixture_feature_weights,
