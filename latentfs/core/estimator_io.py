@@ -133,33 +133,15 @@ class SaveLoadMixin:
 
     @classmethod
     def _load_checked(cls, path: Path, max_bytes: float | None) -> Any:
-        import zipfile
-
         from latentfs.core.driver import available_memory
+        from latentfs.core.posterior_io import read_archive
         from latentfs.core.results import Posterior
 
         where = f"{str(path)!r}"
-        if not zipfile.is_zipfile(path):
-            raise DataError(f"{where} is not a {cls.__name__} file (not an .npz archive).")
-        with zipfile.ZipFile(path) as archive:
-            sizes = {info.filename: info.file_size for info in archive.infolist()}
-        if "__meta__.npy" not in sizes:
-            raise DataError(f"{where} is not a latentfs estimator file (no __meta__ header).")
         if max_bytes is None:
             avail = available_memory()
             max_bytes = None if avail is None else avail / 2
-        total = sum(sizes.values())
-        if max_bytes is not None and total > max_bytes:
-            raise DataError(
-                f"{where} would inflate to {total / 2**30:.2f} GiB, over the limit of {max_bytes / 2**30:.2f} GiB; "
-                "pass max_bytes=... if you trust the file and have the memory."
-            )
-        with np.load(path, allow_pickle=False) as f:
-            meta = json.loads(str(f["__meta__"]))
-            if not isinstance(meta, dict) or meta.get("format") != _ESTIMATOR_FORMAT:
-                got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-                raise DataError(f"{where} is not a latentfs estimator file (format {got!r}).")
-            data = {k: f[k] for k in f.files if k != "__meta__"}
+        meta, data = read_archive(path, cls.__name__, _ESTIMATOR_FORMAT, max_bytes, header_kind="latentfs estimator")
         expected = f"{cls.__module__}.{cls.__qualname__}"
         if meta.get("class") != expected:
             raise DataError(

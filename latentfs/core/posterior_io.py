@@ -15,7 +15,7 @@ from latentfs.core.options import check_int
 if TYPE_CHECKING:
     from latentfs.core.results import Posterior
 
-__all__ = ["open_saved"]
+__all__ = ["open_saved", "read_archive"]
 
 _FORMAT = "latentfs.Posterior/1"
 
@@ -200,34 +200,15 @@ class PersistenceMixin:
 
     @classmethod
     def _load_checked(cls: Any, path: Path, max_bytes: float | None) -> Posterior:
-        import zipfile
-
         from latentfs.core.driver import available_memory
 
-        if not zipfile.is_zipfile(path):
-            raise DataError(f"{str(path)!r} is not a latentfs Posterior file (not an .npz archive).")
-        with zipfile.ZipFile(path) as archive:
-            sizes = {info.filename: info.file_size for info in archive.infolist()}
-        if "__meta__.npy" not in sizes:
-            raise DataError(f"{str(path)!r} is not a latentfs Posterior file (no __meta__ header).")
         if max_bytes is None:
             # Half the free memory, and no more than a generous expansion of the file itself: a result's
             # arrays compress little, a zip bomb compresses a thousandfold.
             avail = available_memory()
             by_file = max(2.0**28, _MAX_INFLATION * path.stat().st_size)
             max_bytes = by_file if avail is None else min(avail / 2, by_file)
-        total = sum(sizes.values())
-        if max_bytes is not None and total > max_bytes:
-            raise DataError(
-                f"{str(path)!r} would inflate to {total / 2**30:.2f} GiB, over the limit of "
-                f"{max_bytes / 2**30:.2f} GiB; pass max_bytes=... if you trust the file and have the memory."
-            )
-        with np.load(path, allow_pickle=False) as f:
-            meta = json.loads(str(f["__meta__"]))
-            if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-                got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-                raise DataError(f"{path} is not a latentfs Posterior file (format {got!r}).")
-            data = {k: f[k] for k in f.files if k != "__meta__"}
+        meta, data = read_archive(path, "latentfs Posterior", _FORMAT, max_bytes)
         for key in ("model", "method", "dims", "coords", "families", "diagnostics", "hyperparameters"):
             if key not in meta:
                 raise DataError(f"{str(path)!r} is not a complete latentfs Posterior file (no {key!r} in its header).")
@@ -322,6 +303,34 @@ def _saved_observed(path: Path, data: dict[str, np.ndarray]) -> Any:
         raise DataError(f"{str(path)!r} is inconsistent: its observed data are not a valid CSR matrix ({exc}). "
                         "Save the result again.") from None
     return matrix
+
+
+def read_archive(path: Path, kind: str, fmt: str, max_bytes: float | None, *,
+                 header_kind: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The JSON header and the arrays of a saved ``kind`` file in format ``fmt``. Before anything is inflated, a file
+    that is not an .npz archive, has no ``__meta__`` header or would inflate to more than ``max_bytes`` (None: no
+    limit) is refused; then one whose header names another format. The messages about the header call the file
+    a ``header_kind`` file (default: ``kind``)."""
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        raise DataError(f"{str(path)!r} is not a {kind} file (not an .npz archive).")
+    with zipfile.ZipFile(path) as archive:
+        sizes = {info.filename: info.file_size for info in archive.infolist()}
+    if "__meta__.npy" not in sizes:
+        raise DataError(f"{str(path)!r} is not a {header_kind or kind} file (no __meta__ header).")
+    total = sum(sizes.values())
+    if max_bytes is not None and total > max_bytes:
+        raise DataError(
+            f"{str(path)!r} would inflate to {total / 2**30:.2f} GiB, over the limit of "
+            f"{max_bytes / 2**30:.2f} GiB; pass max_bytes=... if you trust the file and have the memory."
+        )
+    with np.load(path, allow_pickle=False) as f:
+        meta = json.loads(str(f["__meta__"]))
+        if not isinstance(meta, dict) or meta.get("format") != fmt:
+            got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+            raise DataError(f"{str(path)!r} is not a {header_kind or kind} file (format {got!r}).")
+        return meta, {k: f[k] for k in f.files if k != "__meta__"}
 
 
 def open_saved(path: str | Path, read: Any, *, writer: str, kind: str, remedy: str) -> Any:

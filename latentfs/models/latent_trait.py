@@ -49,6 +49,7 @@ from torch.distributions import constraints
 
 from latentfs.core.data import DataError, as_continuous, check_int, check_seed
 from latentfs.core.pyro_context import simulate_sites
+from latentfs.models.mixture.latent_class import item_levels
 
 __all__ = ["LatentTrait", "n_free_parameters"]
 
@@ -116,16 +117,7 @@ class LatentTrait:
 
     def levels(self, n_items: int) -> np.ndarray:
         """S_j per item (2 for binary items)."""
-        if self.n_levels is None:
-            return np.full(n_items, 2, dtype=np.int64)
-        if isinstance(self.n_levels, int):
-            return np.full(n_items, self.n_levels, dtype=np.int64)
-        if len(self.n_levels) != n_items:
-            raise DataError(
-                f"n_levels must give one number per item: got {len(self.n_levels)} for {n_items} items. "
-                "Pass a single int when all items have the same number of categories."
-            )
-        return np.asarray(self.n_levels, dtype=np.int64)
+        return item_levels(self.n_levels, n_items)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {"n_components": self.n_components, "n_levels": self.n_levels}

@@ -60,6 +60,7 @@ from latentfs.inference.dca.common import (
     prepare,
     resolve_model,
 )
+from latentfs.inference.dca.em import RUN_OPTIONS
 from latentfs.inference.dca.hyper import check_learn, with_hyperparameters, zero_fraction
 from latentfs.inference.dca.vb import exp_expected_log_theta, theta_objective
 from latentfs.models.dca import ConditionalGammaPoissonDCA
@@ -294,12 +295,7 @@ class CGPVB(EngineSpec):
         "max_iter": shared("max_iter", 500),
         "tol": shared("tol", 1e-6),
         "inner_iters": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1", "document steps per cycle"),
-        "seed": shared("seed"),
-        "dtype": shared("dtype"),
-        "device": shared("device"),
-        "empty_documents": shared("empty_documents"),
-        "progress": shared("progress"),
-        "warn": shared("warn"),
+        **RUN_OPTIONS,
         "learn_rho": Option(False, None, "bool", "learn ρ (the share of components switched off)"),
         "learn_alpha": Option(False, _no_learning, "False", "not available with VB (method='gibbs')"),
         "learn_beta": Option(False, _no_learning, "False", "not available with VB (method='gibbs')"),

@@ -404,16 +404,22 @@ def _jit(numba: Any, fn: Any, **options: Any) -> Any:
         return numba.njit(cache=False, nogil=True, **options)(fn)
 
 
-@functools.cache
-def kernels() -> dict[str, Any]:
-    """Compile the kernels on first use (numba is imported lazily; compiled code is cached on disk)."""
+def import_numba(method: str) -> Any:
+    """The numba module, imported on first use; without it, a :class:`DataError` naming ``method`` and a remedy."""
     try:
         import numba
     except ImportError as exc:
         raise DataError(
-            "method='collapsed_gibbs' needs numba for its compiled sweeps; got ImportError "
+            f"method={method!r} needs numba for its compiled sweeps; got ImportError "
             f"({exc}). Install it with `pip install numba`, or use method='gibbs'."
         ) from exc
+    return numba
+
+
+@functools.cache
+def kernels() -> dict[str, Any]:
+    """Compile the kernels on first use (numba is imported lazily; compiled code is cached on disk)."""
+    numba = import_numba("collapsed_gibbs")
     global _SPARSE_DOCS, _PRANGE, _LGAMMA_TABLES, _DIGAMMA
     # The sweeps call these by their module-level names, bound here before anything is compiled.
     _SPARSE_DOCS = _jit(numba, _sparse_docs)

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 
 from latentfs.core.data import DataError
-from latentfs.core.options import check_int
+from latentfs.core.options import check_choice, check_int
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.inference.dca.common import (
@@ -180,10 +180,14 @@ def _tempering(name: str, value: Any) -> float:
 
 
 def _schedule(name: str, value: Any) -> str:
-    if value not in NMF_SCHEDULES:
-        raise DataError(f"{name} must be one of {sorted(NMF_SCHEDULES)}; got {value!r}.")
-    return str(value)
+    return str(check_choice(name, value, sorted(NMF_SCHEDULES)))
 
+
+#: The run options every optimiser of the family takes, with their shared defaults and rules (the point engines
+#: here, the conditional GaP's VB in :mod:`~latentfs.inference.dca.cgp`).
+RUN_OPTIONS: dict[str, Option] = {
+    name: shared(name) for name in ("seed", "dtype", "device", "empty_documents", "progress", "warn")
+}
 
 #: The options the point-estimate engines share.
 POINT_OPTIONS: dict[str, Option] = {
@@ -192,19 +196,24 @@ POINT_OPTIONS: dict[str, Option] = {
     "n_init": Option(1, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
                      "random starts (Θ rows Dirichlet(1)); the best objective is kept"),
     "init": Option(None, None, "PointState, (doc_latent, topic_word) or None", "the first start"),
-    "seed": shared("seed"),
-    "dtype": shared("dtype"),
-    "device": shared("device"),
-    "empty_documents": shared("empty_documents"),
-    "progress": shared("progress"),
-    "warn": shared("warn"),
+    **RUN_OPTIONS,
 }
 
 
 class DCAPoint(EngineSpec):
     """The point-estimate engines of the DCA family: a start (the user's ``init`` for the first, Θ rows
     Dirichlet(1) otherwise, start r from the r-th generator spawned from the seed) and one step; the subclasses
-    say which step and what the result reports."""
+    say which step and what the result reports.
+
+    Parameters
+    ----------
+    max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
+    n_init : int
+        Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
+    init : PointState or (doc_latent, topic_word), optional
+        Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
+    seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
+    """
 
     kind = "optimizer"
     remedies = "raise max_iter, loosen tol, or use n_init > 1"
@@ -240,12 +249,8 @@ class NMFKL(DCAPoint):
     schedule : {"em", "alternating"}
         ``"em"``: both factors from the same ratios (the chapter's rewrite rules; equal to PLSI EM with
         l = L m). ``"alternating"``: scores then Θ, as scikit-learn's ``NMF(solver="mu")``.
-    max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
-    n_init : int
-        Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
-    init : PointState or (doc_latent, topic_word), optional
-        Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
-    seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
+    max_iter, tol, n_init, init, seed, dtype, device, empty_documents, progress, warn
+        As every point-estimate engine of the family (:class:`DCAPoint`).
 
     Returns
     -------
@@ -303,12 +308,8 @@ class PLSI(DCAPoint):
         τ of tempered EM (Hofmann 2001): responsibilities ∝ (θ_jk m_k)^τ. 1 is plain EM, the only
         value for which the log-likelihood is guaranteed not to decrease. For the validation-driven
         schedule of τ use :class:`latentfs.inference.plsa.transformer.PLSATransformer`.
-    max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
-    n_init : int
-        Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
-    init : PointState or (doc_latent, topic_word), optional
-        Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
-    seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
+    max_iter, tol, n_init, init, seed, dtype, device, empty_documents, progress, warn
+        As every point-estimate engine of the family (:class:`DCAPoint`).
 
     Returns
     -------
@@ -361,12 +362,8 @@ class MAP(DCAPoint):
 
     Parameters
     ----------
-    max_iter, tol : stop after ``max_iter`` iterations, or when the objective's relative change ≤ ``tol``.
-    n_init : int
-        Random starts (Θ rows Dirichlet(1)); the run with the highest objective is returned.
-    init : PointState or (doc_latent, topic_word), optional
-        Start of the first restart (Θ's rows are normalised; GaP scores are rescaled to keep the product).
-    seed, dtype, device, empty_documents, progress, warn : see :func:`latentfs.fit`.
+    max_iter, tol, n_init, init, seed, dtype, device, empty_documents, progress, warn
+        As every point-estimate engine of the family (:class:`DCAPoint`).
 
     Returns
     -------

@@ -241,6 +241,30 @@ def thread_limit() -> int:
     return int(vars(numba.config).get("NUMBA_NUM_THREADS", 1))
 
 
+def _run_csr(name: str, crow: np.ndarray, col: np.ndarray, val: np.ndarray, theta_t: np.ndarray, alpha: np.ndarray,
+             model_args: tuple[Any, ...], max_iter: int, tol: float, n_threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Run the fold-in kernel ``name`` over the CSR documents on ``n_threads`` numba threads (at most
+    :func:`thread_limit`; the process's count is restored afterwards): returns (K values per document, updates
+    made per document). ``model_args`` go between ``alpha`` and ``max_iter`` in the kernel's arguments."""
+    import numba
+
+    kernel = fold_in_kernels()[name]
+    dtype = theta_t.dtype
+    n_docs = crow.shape[0] - 1
+    out = np.empty((n_docs, theta_t.shape[1]), dtype=dtype)
+    n_iter = np.zeros(n_docs, dtype=np.int64)
+    args = (np.ascontiguousarray(crow, dtype=np.int64), np.ascontiguousarray(col, dtype=np.int64),
+            np.ascontiguousarray(val, dtype=dtype), np.ascontiguousarray(theta_t, dtype=dtype),
+            np.ascontiguousarray(alpha, dtype=dtype), *model_args, int(max_iter), float(tol), out, n_iter)
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(int(n_threads), thread_limit())))
+    try:
+        kernel(*args)
+    finally:
+        numba.set_num_threads(previous)
+    return out, n_iter
+
+
 def fold_in_csr(
     crow: np.ndarray,
     col: np.ndarray,
@@ -259,26 +283,10 @@ def fold_in_csr(
     ``log_rate`` None means DirichletDCA; else log(1 + β) (K,) of GammaPoissonDCA. ``n_threads`` threads
     (at most :func:`thread_limit`) run the documents; the result is the same for any number.
     """
-    import numba
-
-    kernel = fold_in_kernels()["all"]
     dtype = theta_t.dtype
-    K = theta_t.shape[1]
-    n_docs = crow.shape[0] - 1
-    shapes = np.empty((n_docs, K), dtype=dtype)
-    n_iter = np.zeros(n_docs, dtype=np.int64)
     dirichlet = log_rate is None
-    rate = np.zeros(K, dtype=dtype) if log_rate is None else np.ascontiguousarray(log_rate, dtype=dtype)
-    args = (np.ascontiguousarray(crow, dtype=np.int64), np.ascontiguousarray(col, dtype=np.int64),
-            np.ascontiguousarray(val, dtype=dtype), np.ascontiguousarray(theta_t, dtype=dtype),
-            np.ascontiguousarray(alpha, dtype=dtype), rate, dirichlet, int(max_iter), float(tol), shapes, n_iter)
-    previous = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(n_threads), thread_limit())))
-    try:
-        kernel(*args)
-    finally:
-        numba.set_num_threads(previous)
-    return shapes, n_iter
+    rate = np.zeros(theta_t.shape[1], dtype=dtype) if log_rate is None else np.ascontiguousarray(log_rate, dtype=dtype)
+    return _run_csr("all", crow, col, val, theta_t, alpha, (rate, dirichlet), max_iter, tol, n_threads)
 
 
 def cvb0_csr(
@@ -295,21 +303,4 @@ def cvb0_csr(
     """Mixtures (n + α) / (L + Σα) by CVB0 fold-in (:func:`_cvb0_doc`) of the CSR documents with ``theta_t`` fixed;
     returns (mixtures (n_documents, K), sweeps made per document). Scratch per thread: (widest document's
     non-zeros) × K values. The result is the same for any ``n_threads``."""
-    import numba
-
-    kernel = fold_in_kernels()["cvb0"]
-    dtype = theta_t.dtype
-    K = theta_t.shape[1]
-    n_docs = crow.shape[0] - 1
-    mixture = np.empty((n_docs, K), dtype=dtype)
-    n_iter = np.zeros(n_docs, dtype=np.int64)
-    args = (np.ascontiguousarray(crow, dtype=np.int64), np.ascontiguousarray(col, dtype=np.int64),
-            np.ascontiguousarray(val, dtype=dtype), np.ascontiguousarray(theta_t, dtype=dtype),
-            np.ascontiguousarray(alpha, dtype=dtype), int(max_iter), float(tol), mixture, n_iter)
-    previous = numba.get_num_threads()
-    numba.set_num_threads(max(1, min(int(n_threads), thread_limit())))
-    try:
-        kernel(*args)
-    finally:
-        numba.set_num_threads(previous)
-    return mixture, n_iter
+    return _run_csr("cvb0", crow, col, val, theta_t, alpha, (), max_iter, tol, n_threads)

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.core.data import DataError
-from latentfs.inference.dca.collapsed_kernels import _jit
+from latentfs.inference.dca.collapsed_kernels import _jit, import_numba
 
 __all__ = ["kernels"]
 
@@ -392,13 +391,7 @@ _UNIFORM: Any = _uniform
 @functools.cache
 def kernels() -> dict[str, Any]:
     """Compile the kernels on first use (numba imported lazily; compiled code cached on disk)."""
-    try:
-        import numba
-    except ImportError as exc:
-        raise DataError(
-            "method='mh' needs numba for its compiled sweeps; got ImportError "
-            f"({exc}). Install it with `pip install numba`, or use method='gibbs'."
-        ) from exc
+    numba = import_numba("mh")
     global _ALIAS_BUILD, _REBUILD, _RNG_SEED, _UNIFORM
     # The sweep calls these by their module-level names, bound here before anything is compiled.
     _ALIAS_BUILD = _jit(numba, _alias_build)

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from latentfs.core.data import DataError
-from latentfs.inference.dca.collapsed_kernels import _jit
+from latentfs.inference.dca.collapsed_kernels import _jit, import_numba
 
 __all__ = ["kernels"]
 
@@ -190,13 +189,7 @@ _ALIAS: Any = None
 @functools.cache
 def kernels() -> dict[str, Any]:
     """Compile the kernels on first use (numba imported lazily; compiled code cached on disk)."""
-    try:
-        import numba
-    except ImportError as exc:
-        raise DataError(
-            "method='partially_collapsed' needs numba for its compiled sweeps; got ImportError "
-            f"({exc}). Install it with `pip install numba`, or use method='gibbs'."
-        ) from exc
+    numba = import_numba("partially_collapsed")
     global _MIX, _START, _NEXT, _ALIAS
     # The kernels call these by their module-level names, bound here before anything is compiled.
     _MIX = _jit(numba, _mix, inline="always")

@@ -169,8 +169,7 @@ class HMMVB(EngineSpec):
     Parameters
     ----------
     lengths : sequence of int, optional
-        Lengths of the sequences concatenated in ``data`` (hmmlearn's convention); omit it when ``data``
-        is a list of arrays (one per sequence) or a single sequence.
+        As for EM (:class:`~latentfs.inference.hmm.em.HMMEM`).
     n_init : int
         Restarts, start r drawn from the r-th generator spawned from ``seed``; the run with the highest final
         bound is kept.

@@ -30,6 +30,7 @@ import torch
 from scipy.special import logsumexp
 
 from latentfs.core.data import DataError, check_choice, check_int
+from latentfs.inference.mixture.reversible_jump import spaced_draws
 
 __all__ = ["DIC_VARIANTS", "DICWarning", "dic", "dic_from_loglik", "pointwise_log_likelihood"]
 
@@ -169,17 +170,12 @@ def _vb_draws(result: Any, num_draws: int, seed: int) -> list[dict[str, np.ndarr
 
 
 def _rj_pointwise(result: Any, y: np.ndarray, num_draws: int) -> np.ndarray:
-    kmax = result.samples("weights").shape[-1]
-    w = result.samples("weights").reshape(-1, kmax)
-    idx = np.unique(np.linspace(0, w.shape[0] - 1, min(num_draws, w.shape[0])).astype(int))
-    w = w[idx]
-    mu = result.samples("means").reshape(-1, kmax)[idx]
-    s2 = result.samples("variances").reshape(-1, kmax)[idx]
+    w, mu, s2 = spaced_draws(result, num_draws)
     empty = np.isnan(w)
     logw = np.where(empty, -np.inf, np.log(np.where(empty, 1.0, w)))
     mu, s2 = np.where(empty, 0.0, mu), np.where(empty, 1.0, s2)
-    out = np.empty((idx.size, y.size))
-    for a in range(0, idx.size, 256):
+    out = np.empty((w.shape[0], y.size))
+    for a in range(0, w.shape[0], 256):
         sl = slice(a, a + 256)
         lj = (logw[sl, None, :] - 0.5 * np.log(2 * np.pi * s2[sl, None, :])
               - 0.5 * (y[None, :, None] - mu[sl, None, :]) ** 2 / s2[sl, None, :])

@@ -133,6 +133,7 @@ __all__ = [
     "log_joint",
     "merge_inverse",
     "predictive_density",
+    "spaced_draws",
     "split_jacobian",
     "split_parameters",
 ]
@@ -352,20 +353,23 @@ def predictive_density(result: Posterior, grid: Any, *, max_draws: int = 4000) -
         raise DataError(
             f"grid must be a non-empty vector of finite values; got {g.size} values. Pass np.linspace(...)."
         )
-    max_draws = check_int("max_draws", max_draws, low=1)
-    kmax = result.samples("weights").shape[-1]
-    w_all = result.samples("weights").reshape(-1, kmax)
-    idx = np.unique(np.linspace(0, w_all.shape[0] - 1, min(max_draws, w_all.shape[0])).astype(int))
-    w = w_all[idx]
-    mu = result.samples("means").reshape(-1, kmax)[idx]
-    s2 = result.samples("variances").reshape(-1, kmax)[idx]
+    w, mu, s2 = spaced_draws(result, check_int("max_draws", max_draws, low=1))
     out = np.zeros(g.size)
-    for a in range(0, idx.size, 256):
+    for a in range(0, w.shape[0], 256):
         ww, mm, vv = (np.nan_to_num(v[a:a + 256], nan=1.0) for v in (w, mu, s2))
         ww = np.where(np.isnan(w[a:a + 256]), 0.0, ww)
         dens = ww[:, None, :] * np.exp(-0.5 * (g[None, :, None] - mm[:, None, :]) ** 2 / vv[:, None, :])
         out += (dens / np.sqrt(2.0 * np.pi * vv[:, None, :])).sum((0, 2))
-    return out / idx.size
+    return out / w.shape[0]
+
+
+def spaced_draws(result: Any, max_draws: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At most ``max_draws`` kept draws of an ``rjmcmc`` result, evenly spaced over all chains' draws: (weights,
+    means, variances), each (draws, max_components), NaN in the components a draw does not have."""
+    kmax = result.samples("weights").shape[-1]
+    w = result.samples("weights").reshape(-1, kmax)
+    idx = np.unique(np.linspace(0, w.shape[0] - 1, min(max_draws, w.shape[0])).astype(int))
+    return w[idx], result.samples("means").reshape(-1, kmax)[idx], result.samples("variances").reshape(-1, kmax)[idx]
 
 
 rjmcmc = register_spec(RJMCMC(), UnivariateMixtureK)

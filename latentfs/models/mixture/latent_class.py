@@ -16,6 +16,21 @@ from latentfs.core.pyro_context import simulate_sites
 from latentfs.models.mixture.base import _check_simulate_sizes, _MixtureBase
 
 
+def item_levels(n_levels: int | Sequence[int] | None, n_items: int) -> np.ndarray:
+    """The number of categories of each of ``n_items`` items, int64 (n_items,), from a categorical-item model's
+    ``n_levels``: None (binary items, 2 each), one int for every item, or one number per item."""
+    if n_levels is None:
+        return np.full(n_items, 2, dtype=np.int64)
+    if isinstance(n_levels, int):
+        return np.full(n_items, n_levels, dtype=np.int64)
+    if len(n_levels) != n_items:
+        raise DataError(
+            f"n_levels must give one number per item: got {len(n_levels)} for {n_items} items. "
+            "Pass a single int when all items have the same number of categories."
+        )
+    return np.asarray(n_levels, dtype=np.int64)
+
+
 class LatentClass(_MixtureBase):
     """Latent class analysis: categorical items, locally independent given the class; Titterington §1.2.
 
@@ -77,16 +92,7 @@ class LatentClass(_MixtureBase):
 
     def levels(self, n_items: int) -> np.ndarray:
         """S_i per item (2 for binary items)."""
-        if self.n_levels is None:
-            return np.full(n_items, 2, dtype=np.int64)
-        if isinstance(self.n_levels, int):
-            return np.full(n_items, self.n_levels, dtype=np.int64)
-        if len(self.n_levels) != n_items:
-            raise DataError(
-                f"n_levels must give one number per item: got {len(self.n_levels)} for {n_items} items. "
-                "Pass a single int when all items have the same number of levels."
-            )
-        return np.asarray(self.n_levels, dtype=np.int64)
+        return item_levels(self.n_levels, n_items)
 
     def hyperparameters(self) -> dict[str, Any]:
         return {
