@@ -25,11 +25,24 @@ from latentfs.core.options import check_choice
 from latentfs.core.pipeline import EngineSpec, Export, Option, Options, Starts, run_starts, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.relabel import component_labels
+from latentfs.inference.mixture.data import (
+    EMData,
+    entropy_of,
+    lazy_rows,
+    local_data,
+    prepare_data,
+    rows_of_shards,
+    shard_entropy,
+    shard_estep,
+    shard_responsibilities,
+    shard_row_loglik,
+)
 from latentfs.inference.mixture.families import (
     COVARIANCE_M_STEPS,
     FULL_E_STEPS,
     CategoricalFamily,
     GaussianFamily,
+    add_eps,
     family_for,
     gram_rows,
     log_joint_components,
@@ -58,6 +71,7 @@ __all__ = [
     "auto_n_init",
     "collapsed_components",
     "em_step",
+    "entropy_of",
     "family_for",
     "fit_em",
     "gram_rows",
@@ -155,17 +169,17 @@ SHORT_RUN_ITER = 20
 SHORT_RUN_TOL = 1e-4
 
 
-def auto_n_init(fam: Any) -> int:
+def auto_n_init(fam: Any, n: int | None = None) -> int:
     """Number of starts for ``n_init="auto"``: ⌊AUTO_WORK / (n K w)⌋ clipped to [1, MAX_AUTO_STARTS], w the
     features per row-component one EM iteration touches (the product features of a full covariance,
-    d for diagonal types, the one-hot levels of a latent class model)."""
-    work = fam.n * fam.k * fam.width
+    d for diagonal types, the one-hot levels of a latent class model); ``n`` the rows (default: the family's)."""
+    work = (fam.n if n is None else n) * fam.k * fam.width
     return int(min(MAX_AUTO_STARTS, max(1, AUTO_WORK // max(work, 1))))
 
 
-def _check_n_init(fam: Any, n_init: Any) -> int:
+def _check_n_init(fam: Any, n_init: Any, n: int | None = None) -> int:
     if isinstance(n_init, str) and n_init == "auto":
-        return auto_n_init(fam)
+        return auto_n_init(fam, n)
     if isinstance(n_init, str):
         raise DataError(f"n_init must be 'auto' or a positive integer; got {n_init!r}. Pass n_init='auto' or e.g. 5.")
     return check_int("n_init", n_init, low=1, remedy="Pass n_init='auto' or a positive number of starts, e.g. 5.")
@@ -194,8 +208,17 @@ def check_init_rows(fam: Any, init_rows: Any) -> int | None:
     )
 
 
+def em_estep(data: EMData, params: dict[str, Any]) -> dict[str, Any]:
+    """The state at ``params``: one :func:`~latentfs.inference.mixture.data.shard_estep` per shard, its statistics
+    (``stats``, ``eps=0``) and log-likelihood (``ll``) summed; in memory also the rows' responsibilities and
+    log-likelihoods (``rows``; a dask fit leaves them with their shards)."""
+    ss = data.shards
+    (stats, ll), kept, _ = ss.estep(shard_estep, params, ss.is_local, n_sum=2, keep=ss.is_local)
+    return {"params": params, "stats": stats, "ll": float(ll), "rows": kept[0] if kept is not None else None}
+
+
 def sample_start(
-    fam: Any, init: Any, gen: torch.Generator, reg: Any, init_rows: int, *, single: bool
+    data: EMData, init: Any, gen: torch.Generator, reg: Any, init_rows: int, *, single: bool
 ) -> dict[str, Any]:
     """Starting parameters computed from a seeded sample of rows (the start of a dask fit; the same in memory).
 
@@ -203,31 +226,27 @@ def sample_start(
     ``min(init_rows, n)`` distinct row numbers of the whole data (sorted); those rows, centred and scaled as
     the whole data, get the starting responsibilities of ``init`` (:func:`initial_responsibilities`: k-means
     — the best of 5 k-means runs when the fit has one start —, k-means++ or random, drawn from ``gen``), and
-    one M-step on the sample gives the parameters. Only the sample's rows are ever gathered; a family whose
-    rows live in dask shards gathers them from its shards.
+    one M-step on the sample gives the parameters. Only the sample's rows are ever gathered, each shard giving
+    its own (:func:`~latentfs.inference.mixture.data.rows_of_shards`).
     """
-    n = fam.n
+    fam, n = data.fam, data.n
     m = min(int(init_rows), n)
     rows = np.sort(np.random.default_rng(_sklearn_seed(gen)).choice(n, m, replace=False))
-    raw = fam.gather_rows(rows) if hasattr(fam, "gather_rows") else fam.raw[rows]
+    raw = rows_of_shards(data.shards, rows)
     if isinstance(fam, CategoricalFamily):
         sub: Any = CategoricalFamily.from_rows(fam.model, raw, fam.feature_names, device=fam.device)
     else:
         sub = GaussianFamily.from_rows(fam.model, raw, fam.shift.cpu().numpy(), fam.column_variance.cpu().numpy(),
                                        fam.e_step_variant, fam.feature_names, device=fam.device)
-    params = sub.m_step(initial_responsibilities(sub, init, gen, single=single), reg)
-    resp, row_ll = fam.e_step(params)
-    return {"params": params, "resp": resp, "row_ll": row_ll}
+    return em_estep(data, sub.m_step(initial_responsibilities(sub, init, gen, single=single), reg))
 
 
-def _complete(fam: Any, state: dict[str, Any], reg: Any) -> dict[str, Any]:
-    """A state with parameters, responsibilities and row log-likelihoods (a run stopped before its first step
-    holds only the starting responsibilities)."""
+def _complete(data: EMData, state: dict[str, Any], reg: Any) -> dict[str, Any]:
+    """A state with parameters, statistics and log-likelihood (a run stopped before its first step holds only
+    the statistics of its starting responsibilities)."""
     if "params" in state:
         return state
-    params = fam.m_step(state["resp"], reg)
-    resp, row_ll = fam.e_step(params)
-    return {"params": params, "resp": resp, "row_ll": row_ll}
+    return em_iteration(data, reg, state)[0]
 
 
 #: The restart driver of every mixture-like family is the pipeline's (:func:`latentfs.core.pipeline.run_starts`);
@@ -237,25 +256,26 @@ EMRestarts = Starts
 
 
 def em_start(
-    fam: Any, init: Any, gen: torch.Generator, reg: Any, init_rows: int | None, *, single: bool
+    data: EMData, init: Any, gen: torch.Generator, reg: Any, init_rows: int | None, *, single: bool
 ) -> dict[str, Any]:
     """One start of mixture EM: the parameters of ``init`` when it is a dict, :func:`sample_start` on ``init_rows``
-    rows when given, else the starting responsibilities of ``init`` (:func:`initial_responsibilities`)."""
+    rows when given, else the statistics of the starting responsibilities of ``init``
+    (:func:`initial_responsibilities`; in memory only: a dask fit always starts from a sample)."""
+    fam = data.fam
     if isinstance(init, dict):
-        params = initial_params(fam, init, gen, reg)
-        resp, row_ll = fam.e_step(params)
-        return {"params": params, "resp": resp, "row_ll": row_ll}
+        return em_estep(data, initial_params(fam, init, gen, reg))
     if init_rows is not None:
-        return sample_start(fam, init, gen, reg, init_rows, single=single)
-    return {"resp": initial_responsibilities(fam, init, gen, single=single)}
+        return sample_start(data, init, gen, reg, init_rows, single=single)
+    return {"stats": fam.statistics(initial_responsibilities(fam, init, gen, single=single), eps=0.0)}
 
 
-def em_iteration(fam: Any, reg: Any, state: dict[str, Any]) -> tuple[dict[str, Any], float]:
-    """An M-step from the state's responsibilities, then the E-step at the new parameters: the state always holds
-    parameters with their own responsibilities and log-likelihood; returns ℓ at the new parameters."""
-    params = fam.m_step(state["resp"], reg)
-    resp, row_ll = fam.e_step(params)
-    return {"params": params, "resp": resp, "row_ll": row_ll}, float(row_ll.sum())
+def em_iteration(data: EMData, reg: Any, state: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """An M-step from the state's statistics (with the count offset added once,
+    :func:`~latentfs.inference.emissions.add_eps`: in memory exactly ``fam.m_step`` of the responsibilities), then
+    the E-step at the new parameters: the state always holds parameters with their own statistics and
+    log-likelihood; returns ℓ at the new parameters."""
+    new = em_estep(data, data.fam.params_from_statistics(add_eps(state["stats"]), reg))
+    return new, new["ll"]
 
 
 _EM_REMEDY = ("The data may hold extreme values or near-duplicate rows: rescale the columns, raise reg_covar, or use "
@@ -283,16 +303,17 @@ def fit_em(
     """
     max_iter, tol, seed = check_em_options(max_iter, tol, seed)
     short_iter = check_int("short_iter", short_iter, low=0)
+    data = local_data(fam)
     init_rows = check_init_rows(fam, init_rows)
     reg = scaled_reg(fam, reg_covar)
     n_starts = 1 if isinstance(init, dict) else _check_n_init(fam, n_init)
     report = None if callback is None else (lambda it, state, value: callback(it, state["params"], value))
     try:
         out = run_starts(
-            lambda gen: em_start(fam, init, gen, reg, init_rows, single=n_starts == 1),
-            lambda state: em_iteration(fam, reg, state),
+            lambda gen: em_start(data, init, gen, reg, init_rows, single=n_starts == 1),
+            lambda state: em_iteration(data, reg, state),
             n_init=n_starts, seed=seed, max_iter=max_iter, tol=tol, short_iter=short_iter,
-            short_tol=SHORT_RUN_TOL, finish=lambda state: _complete(fam, state, reg),
+            short_tol=SHORT_RUN_TOL, finish=lambda state: _complete(data, state, reg),
             degenerate=lambda state: bool(collapsed_components(fam, state["params"], reg, reg_covar)),
             warn=warn, desc=f"EM {type(fam.model).__name__}", progress=progress, callback=report,
         )
@@ -300,16 +321,8 @@ def fit_em(
         raise DataError(f"{exc} {_EM_REMEDY}") from None
     state = out.run.state
     return {"params": state["params"], "run": out.run, "runs": out.runs, "best_index": out.best_index,
-            "restarts": out, "resp": state["resp"], "row_loglik": state["row_ll"], "reg": reg,
+            "restarts": out, "resp": state["rows"][0], "row_loglik": state["rows"][1], "reg": reg,
             "collapsed": collapsed_components(fam, state["params"], reg, reg_covar)}
-
-
-def entropy_of(resp: Any) -> float:
-    """Classification entropy −Σ_nk τ_nk log τ_nk (Biernacki, Celeux & Govaert 2000); a sharded E-step's
-    :class:`~latentfs.inference.mixture.sharded.ShardStatistics` carries it summed over its shards."""
-    if hasattr(resp, "entropy"):
-        return float(resp.entropy)
-    return float(-(resp * torch.log(resp.clamp_min(1e-300))).sum())
 
 
 def criteria(loglik: float, n_params: int, n: int, entropy: float) -> dict[str, float]:
@@ -380,8 +393,9 @@ class MixtureEM(EngineSpec):
     -----
     ``X`` may be a ``dask.array.Array`` whose row chunks are the shards (dense blocks, one column chunk;
     needs ``pip install "latentfs[dask]"``). Each E-step is then one task per shard on the active scheduler
-    (a ``dask.distributed.Client`` if one exists) returning the shard's additive statistics, log-likelihood
-    and entropy; the driver sums them and runs the M-step (:mod:`latentfs.inference.mixture.sharded`).
+    (a ``dask.distributed.Client`` if one exists) returning the shard's additive statistics and log-likelihood;
+    they are summed next to the shards and the driver runs the M-step (:mod:`latentfs.inference.mixture.data`:
+    the same per-shard E-step as an in-memory fit's, whose data are one shard).
     The start is :func:`sample_start` on ``init_rows`` rows (default ``2 · max(1000, 100 K)``): the
     in-memory fit with the same ``init_rows`` (and the other options) starts from the same parameters and
     returns the same result up to summation order (≤ 1e-6 relative in the tests). Not with dask input:
@@ -447,25 +461,19 @@ class MixtureEM(EngineSpec):
                 f"device={str(o.device)!r} applies to data in memory; the shards of a dask array X are fitted on the "
                 "CPU by their workers. Pass device='cpu', or X.compute() to fit it in memory on the device."
             )
-        if sharded:
-            from latentfs.inference.mixture.sharded import prepare_sharded
-
-            if isinstance(init, dict) and "responsibilities" in init:
-                raise DataError(
-                    "init['responsibilities'] is not available for a dask array X (per-row values stay with their "
-                    "shards); pass starting parameters, an init string, or fit in memory."
-                )
-            fam: Any = prepare_sharded(model, data, e_step=o.e_step)
-        elif isinstance(model, GaussianMixture):
-            fam = family_for(model, data, e_step=o.e_step, device=o.device)
-        else:
-            fam = family_for(model, data, device=o.device)
+        if sharded and isinstance(init, dict) and "responsibilities" in init:
+            raise DataError(
+                "init['responsibilities'] is not available for a dask array X (per-row values stay with their "
+                "shards); pass starting parameters, an init string, or fit in memory."
+            )
+        em_data = prepare_data(model, data, e_step=o.e_step, device=None if sharded else o.device)
+        fam = em_data.fam
         if sharded and init_rows is None:
             init_rows = default_init_rows(fam.k)
         init_rows = check_init_rows(fam, init_rows)
-        n_starts = 1 if isinstance(init, dict) else _check_n_init(fam, o.n_init)
-        return SimpleNamespace(model=model, fam=fam, sharded=sharded, init_rows=init_rows, n_starts=n_starts,
-                               reg=scaled_reg(fam, o.reg_covar))
+        n_starts = 1 if isinstance(init, dict) else _check_n_init(fam, o.n_init, em_data.n)
+        return SimpleNamespace(model=model, data=em_data, fam=fam, sharded=sharded, init_rows=init_rows,
+                               n_starts=n_starts, reg=scaled_reg(fam, o.reg_covar))
 
     def n_starts(self, prep: Any, o: Options) -> int:
         return int(prep.n_starts)
@@ -474,13 +482,13 @@ class MixtureEM(EngineSpec):
         return int(o.short_iter)
 
     def start(self, prep: Any, o: Options, gen: torch.Generator, index: int) -> Any:
-        return em_start(prep.fam, o.init, gen, prep.reg, prep.init_rows, single=prep.n_starts == 1)
+        return em_start(prep.data, o.init, gen, prep.reg, prep.init_rows, single=prep.n_starts == 1)
 
     def step(self, prep: Any, o: Options, state: Any) -> tuple[Any, float]:
-        return em_iteration(prep.fam, prep.reg, state)
+        return em_iteration(prep.data, prep.reg, state)
 
     def finish(self, prep: Any, o: Options, state: Any) -> Any:
-        return _complete(prep.fam, state, prep.reg)
+        return _complete(prep.data, state, prep.reg)
 
     def report(self, o: Options) -> Any:
         callback = o.callback
@@ -493,33 +501,36 @@ class MixtureEM(EngineSpec):
         return collapse_message(flags, o.reg_covar)
 
     def export(self, prep: Any, o: Options, outcome: Any) -> Export:
-        fam, model = prep.fam, prep.model
+        fam, model, ss, n = prep.fam, prep.model, prep.data.shards, prep.data.n
         state = outcome.run.state
-        ll = float(state["row_ll"].sum())
+        params, ll = state["params"], state["ll"]
+        if ss.is_local:
+            resp, row_ll = state["rows"]
+            entropy = entropy_of(resp)
+        else:
+            entropy = float(ss.estep(shard_entropy, params)[0][0])
         n_params = model.n_parameters(fam.d)
         diag: dict[str, Any] = {
             "log_likelihood": ll,
             "n_parameters": n_params,
-            "n_observations": fam.n,
-            "entropy": entropy_of(state["resp"]),
+            "n_observations": n,
+            "entropy": entropy,
             "observation_dim": "sample",
             "reg_covar": float(o.reg_covar),
         }
-        diag.update(criteria(ll, n_params, fam.n, diag["entropy"]))
+        diag.update(criteria(ll, n_params, n, diag["entropy"]))
         ex = Export(dims=fam.dims(), coords=_coords(fam), diagnostics=diag,
-                    fitted={k: {"family": "point", "value": v} for k, v in fam.export(state["params"]).items()})
-        if prep.sharded:
-            from latentfs.inference.mixture.sharded import _shard_resp, _shard_row_ll
-
-            diag["shards"] = fam.n_shards
+                    fitted={k: {"family": "point", "value": v} for k, v in fam.export(params).items()})
+        if ss.is_local:
+            ex.extras["responsibilities"] = np.ascontiguousarray(resp.cpu().numpy())
+            ex.log_likelihood = row_ll.cpu().numpy()[None, None]
+        else:
+            diag["shards"] = ss.n_shards
             diag["init_rows"] = int(prep.init_rows) if prep.init_rows is not None else None
             # Posterior makes numpy arrays of its extras: the lazy array is set after construction
-            ex.lazy_extras["responsibilities"] = fam.dask_rows(_shard_resp, state["params"], fam.k)
-            row_ll = fam.dask_rows(_shard_row_ll, state["params"], None)
-            ex.log_likelihood = lambda: np.asarray(row_ll.compute())[None, None]  # computed on first use
-        else:
-            ex.extras["responsibilities"] = np.ascontiguousarray(state["resp"].cpu().numpy())
-            ex.log_likelihood = state["row_ll"].cpu().numpy()[None, None]
+            ex.lazy_extras["responsibilities"] = lazy_rows(ss, shard_responsibilities, params, fam.k)
+            lazy_ll = lazy_rows(ss, shard_row_loglik, params, None)
+            ex.log_likelihood = lambda: np.asarray(lazy_ll.compute())[None, None]  # computed on first use
         return ex
 
 

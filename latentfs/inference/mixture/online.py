@@ -46,6 +46,7 @@ from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.core.results import Posterior
 from latentfs.core.streams import chunk_stream, is_batch_stream, row_batches
+from latentfs.inference.mixture.data import validate_rows
 from latentfs.inference.mixture.em import (
     DEFAULT_REG_COVAR,
     _coords,
@@ -62,7 +63,6 @@ from latentfs.inference.mixture.families import (
     e_step_variant,
     scaled_reg,
 )
-from latentfs.inference.mixture.sharded import validate_rows
 from latentfs.models.mixture import GaussianMixture, LatentClass, LatentProfile
 
 __all__ = ["MixtureOnlineEM", "OnlineEMState", "fit_online_em", "online_em_init", "online_posterior",
