@@ -86,16 +86,21 @@ class ShardSet:
         """Run ``fn`` on every shard and combine: ``(sums, kept, gathered)``.
 
         ``fn(shard, *args)`` (or ``fn(shard, s, *args)`` with ``state``) returns a tuple whose first ``n_sum``
-        items are additive over shards (arrays, tensors or floats: summed; one shard's are returned as they are),
-        followed by the shard's new state when ``keep`` (returned as a list, kept where it was computed: pass it
-        back as ``state``) and then a per-shard value to bring back when ``gather`` (returned as a computed list,
-        in shard order).
+        items are additive over shards (arrays, tensors, floats, or dicts of them added key by key: summed; one
+        shard's are returned as they are), followed by the shard's new state when ``keep`` (returned as a list,
+        kept where it was computed: pass it back as ``state``) and then a per-shard value to bring back when
+        ``gather`` (returned as a computed list, in shard order).
         """
         raise NotImplementedError
 
     def start(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
         """Each shard's starting state, ``fn(shard, *args)``, kept where it is computed (lazily on dask)."""
         raise NotImplementedError
+
+    def lazy(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
+        """Each shard's ``fn(shard, *args)`` left uncomputed on dask (delayed values, one per shard, for per-row
+        outputs computed only when asked for); in memory, computed."""
+        return self.start(fn, *args)
 
 
 class _LocalShards(ShardSet):

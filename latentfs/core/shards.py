@@ -139,6 +139,9 @@ def persist(objs: Sequence[Any]) -> list[Any]:
 
 
 def _add(a: Any, b: Any) -> Any:
+    """``a + b``; dicts (named statistics) are added key by key."""
+    if isinstance(a, dict):
+        return {key: _add(value, b[key]) for key, value in a.items()}
     return a + b
 
 

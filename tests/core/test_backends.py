@@ -90,3 +90,20 @@ def test_shard_error_names_rows():
         s.summaries(lambda x: x.shape[0])
     with pytest.raises(DataError, match="X must be non-negative"):  # in memory: the engine's message as it is
         shard_data(X, _prepare, 1.0)
+
+
+def _named(x):
+    return {"s": x.sum(0), "q": (x * x).sum(0)}, x.sum(1)
+
+
+def test_named_statistics_add_key_by_key_and_lazy_parts():
+    X = _data()
+    dX = da.from_array(X, chunks=(4, -1))
+    (named,), _, _ = shard_data(dX, _prepare, 1.0).estep(lambda x: (_named(x)[0],), n_sum=1)
+    np.testing.assert_allclose(np.asarray(named["s"]), X.sum(0), rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(named["q"]), (X * X).sum(0), rtol=1e-14)
+    parts = shard_data(dX, _prepare, 1.0).lazy(lambda x: _named(x)[1])
+    assert len(parts) == 6 and all(hasattr(p, "compute") for p in parts)  # uncomputed on dask
+    np.testing.assert_array_equal(np.concatenate(dask.compute(*parts)), X.sum(1))
+    (local,) = shard_data(X, _prepare, 1.0).lazy(lambda x: _named(x)[1])
+    np.testing.assert_array_equal(np.asarray(local), X.sum(1))  # in memory: computed

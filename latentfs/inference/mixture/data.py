@@ -38,7 +38,6 @@ from latentfs.models.mixture import GaussianMixture, LatentClass
 __all__ = [
     "ColumnMoments",
     "EMData",
-    "Statistics",
     "column_moments",
     "entropy_of",
     "local_data",
@@ -214,14 +213,6 @@ def local_data(fam: Any) -> EMData:
 
 
 # ---------------------------------------------------------------------------------------------- per shard
-class Statistics(dict[str, Any]):
-    """A family's τ-weighted statistics (``statistics(resp, eps=0)``), added key by key: the back-end sums the
-    statistics of several shards with ``+``; one shard's are returned as they are."""
-
-    def __add__(self, other: dict[str, Any]) -> Statistics:  # type: ignore[override]
-        return Statistics({key: value + other[key] for key, value in self.items()})
-
-
 def _tensors(fam: Any, params: dict[str, Any]) -> dict[str, torch.Tensor]:
     """Parameters as tensors on the shard's device (a no-op on the tensors of an in-memory fit; a dask task
     receives host numpy arrays)."""
@@ -232,7 +223,7 @@ def shard_estep(fam: Any, params: dict[str, Any], keep_rows: bool) -> tuple[Any,
     """The E-step of one shard at ``params``: its statistics (``eps=0``: additive over shards) and log-likelihood,
     then, with ``keep_rows``, the rows' responsibilities τ (n, K) and log-likelihoods (n,)."""
     resp, row_ll = fam.e_step(_tensors(fam, params))
-    stats = Statistics(fam.statistics(resp, eps=0.0))
+    stats = fam.statistics(resp, eps=0.0)  # a dict: the back-end adds shards' key by key
     if keep_rows:
         return stats, float(row_ll.sum()), (resp, row_ll)
     return stats, float(row_ll.sum())
@@ -277,5 +268,5 @@ def lazy_rows(ss: ShardSet, fn: Any, params: dict[str, torch.Tensor], width: int
     import dask.array as da
 
     blocks = [da.from_delayed(part, shape=(hi - lo,) if width is None else (hi - lo, width), dtype=np.float64)
-              for part, lo, hi in zip(ss.start(fn, params), ss.starts, ss.stops, strict=True)]
+              for part, lo, hi in zip(ss.lazy(fn, params), ss.starts, ss.stops, strict=True)]
     return da.concatenate(blocks, axis=0)
