@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
+from latentfs.core.compiled import jit as _jit  # also imported from here by the other DCA kernel modules
 from latentfs.core.data import DataError
 
 __all__ = ["kernels"]
@@ -392,16 +392,6 @@ _SPARSE_DOCS: Any = _sparse_docs  # rebound to the compiled kernel by kernels()
 _PRANGE: Any = range  # rebound to numba.prange by kernels()
 _LGAMMA_TABLES: Any = _lgamma_tables
 _DIGAMMA: Any = _digamma
-
-
-def _jit(numba: Any, fn: Any, **options: Any) -> Any:
-    """``numba.njit(cache=True)`` when a cache location is writable, else without a cache (silently)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # NumbaWarning on an unusable cache must not fail strict runs
-            return numba.njit(cache=True, nogil=True, **options)(fn)
-    except (RuntimeError, OSError):  # "cannot cache function …: no locator available", or a read-only folder
-        return numba.njit(cache=False, nogil=True, **options)(fn)
 
 
 def import_numba(method: str) -> Any:

@@ -187,6 +187,22 @@ def _rebuild_word_tables(fixed, z, pair_counts, half_totals, by_word_ptr, by_wor
 
 
 # ----------------------------------------------------------------------------- the sweep
+def _move_token(d, w, s, k, doc_counts, pair_counts, comp_counts, topic, gamma_sum):  # pragma: no cover
+    """An accepted move of a token of word ``w`` in document ``d`` from component ``s`` to ``k``: its counts
+    (c_dk, N_wk of the moving half, N_k) and the kept 1 / (N_k + Σγ) of both components."""
+    doc_counts[d, s] -= 1
+    doc_counts[d, k] += 1
+    pair_counts[w, s, 0] -= 1
+    pair_counts[w, k, 0] += 1
+    comp_counts[s] -= 1
+    comp_counts[k] += 1
+    topic[s, _INV_N] = 1.0 / (comp_counts[s] + gamma_sum)
+    topic[k, _INV_N] = 1.0 / (comp_counts[k] + gamma_sum)
+
+
+_MOVE: Any = _move_token  # rebound to the compiled function by kernels()
+
+
 def _mh_sweep(doc_ptr, doc_mid, words, z, doc_counts, pair_counts, comp_counts, half_totals, by_word_ptr, by_word,
               by_word_doc, word_scale, half_scale, table, meta, alpha, alpha_sum, alpha_table, gamma, gamma_sum,
               mh_steps, word_major, seed, stats):  # pragma: no cover
@@ -283,14 +299,7 @@ def _mh_sweep(doc_ptr, doc_mid, words, z, doc_counts, pair_counts, comp_counts, 
                     qk = (lam * pair_counts[w, k, 1] + gw) * topic[k, _INV_Q]
                     if _UNIFORM(rng) * ps * qk < pk * qs:
                         word_acc += 1
-                        doc_counts[d, s] -= 1
-                        doc_counts[d, k] += 1
-                        pair_counts[w, s, 0] -= 1
-                        pair_counts[w, k, 0] += 1
-                        comp_counts[s] -= 1
-                        comp_counts[k] += 1
-                        topic[s, _INV_N] = 1.0 / (comp_counts[s] + gamma_sum)
-                        topic[k, _INV_N] = 1.0 / (comp_counts[k] + gamma_sum)
+                        _MOVE(d, w, s, k, doc_counts, pair_counts, comp_counts, topic, gamma_sum)
                         z[t] = k
                         s = k
                         ws = wk
@@ -310,14 +319,7 @@ def _mh_sweep(doc_ptr, doc_mid, words, z, doc_counts, pair_counts, comp_counts, 
                     wk = (pair_counts[w, k, 0] + gw) * topic[k, _INV_N]
                     if _UNIFORM(rng) * ws < wk:
                         doc_acc += 1
-                        doc_counts[d, s] -= 1
-                        doc_counts[d, k] += 1
-                        pair_counts[w, s, 0] -= 1
-                        pair_counts[w, k, 0] += 1
-                        comp_counts[s] -= 1
-                        comp_counts[k] += 1
-                        topic[s, _INV_N] = 1.0 / (comp_counts[s] + gamma_sum)
-                        topic[k, _INV_N] = 1.0 / (comp_counts[k] + gamma_sum)
+                        _MOVE(d, w, s, k, doc_counts, pair_counts, comp_counts, topic, gamma_sum)
                         z[t] = k
                         s = k
                         ws = wk
@@ -392,12 +394,13 @@ _UNIFORM: Any = _uniform
 def kernels() -> dict[str, Any]:
     """Compile the kernels on first use (numba imported lazily; compiled code cached on disk)."""
     numba = import_numba("mh")
-    global _ALIAS_BUILD, _REBUILD, _RNG_SEED, _UNIFORM
+    global _ALIAS_BUILD, _REBUILD, _RNG_SEED, _UNIFORM, _MOVE
     # The sweep calls these by their module-level names, bound here before anything is compiled.
     _ALIAS_BUILD = _jit(numba, _alias_build)
     _REBUILD = _jit(numba, _rebuild_word_tables)
     _RNG_SEED = _jit(numba, _rng_seed)
     _UNIFORM = _jit(numba, _uniform, inline="always")
+    _MOVE = _jit(numba, _move_token, inline="always")
     return {
         "alias_build": _ALIAS_BUILD,
         "alias_probabilities": _jit(numba, _alias_probabilities),

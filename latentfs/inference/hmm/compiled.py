@@ -14,29 +14,28 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
+from latentfs.core.compiled import jit
+
 __all__ = ["compiled_forward_backward", "compiled_sample_states"]
 
 
-def _forward_backward(log_em, startprob, transmat, is_start, seq_id, n_seq):  # pragma: no cover - compiled
+def _forward(log_em, startprob, transmat, is_start, seq_id, alpha, b, loglik):  # pragma: no cover - compiled
+    """The scaled forward pass: fills ``alpha`` (the filtered probabilities), ``b`` (each row's emission densities
+    divided by their maximum) and adds each row's log normaliser to its sequence's entry of ``loglik``; False at
+    a zero normaliser (every density flushed, or none reachable). ``b`` may be ``alpha`` itself when the densities
+    are not wanted: each ``b[t, j]`` is read once, right after it is written, to form ``alpha[t, j]``."""
     n, k = log_em.shape
-    alpha = np.empty((n, k))
-    beta = np.empty((n, k))
-    b = np.empty((n, k))
-    gamma = np.empty((n, k))
-    xi = np.zeros((k, k))
-    loglik = np.zeros(n_seq)
     for t in range(n):
         top = log_em[t, 0]
         for j in range(1, k):
             if log_em[t, j] > top:
                 top = log_em[t, j]
         if not math.isfinite(top):
-            return alpha, gamma, xi, loglik, False
+            return False
         s = 0.0
         for j in range(k):
             b[t, j] = math.exp(log_em[t, j] - top)
@@ -49,10 +48,26 @@ def _forward_backward(log_em, startprob, transmat, is_start, seq_id, n_seq):  # 
             alpha[t, j] = a * b[t, j]
             s += alpha[t, j]
         if not s > 0.0:
-            return alpha, gamma, xi, loglik, False
+            return False
         for j in range(k):
             alpha[t, j] /= s
         loglik[seq_id[t]] += math.log(s) + top
+    return True
+
+
+_FORWARD: Any = _forward  # rebound to the compiled pass by _kernel() before a recursion that calls it is compiled
+
+
+def _forward_backward(log_em, startprob, transmat, is_start, seq_id, n_seq):  # pragma: no cover - compiled
+    n, k = log_em.shape
+    alpha = np.empty((n, k))
+    beta = np.empty((n, k))
+    b = np.empty((n, k))
+    gamma = np.empty((n, k))
+    xi = np.zeros((k, k))
+    loglik = np.zeros(n_seq)
+    if not _FORWARD(log_em, startprob, transmat, is_start, seq_id, alpha, b, loglik):
+        return alpha, gamma, xi, loglik, False
     for j in range(k):
         beta[n - 1, j] = 1.0 / k
     for t in range(n - 2, -1, -1):
@@ -103,28 +118,8 @@ def _ffbs(log_em, startprob, transmat, is_start, seq_id, n_seq, u):  # pragma: n
     alpha = np.empty((n, k))
     loglik = np.zeros(n_seq)
     path = np.zeros(n, dtype=np.int64)
-    for t in range(n):  # the forward half of _forward_backward
-        top = log_em[t, 0]
-        for j in range(1, k):
-            if log_em[t, j] > top:
-                top = log_em[t, j]
-        if not math.isfinite(top):
-            return path, loglik, False
-        s = 0.0
-        for j in range(k):
-            if is_start[t]:
-                a = startprob[j]
-            else:
-                a = 0.0
-                for i in range(k):
-                    a += alpha[t - 1, i] * transmat[i, j]
-            alpha[t, j] = a * math.exp(log_em[t, j] - top)
-            s += alpha[t, j]
-        if not s > 0.0:
-            return path, loglik, False
-        for j in range(k):
-            alpha[t, j] /= s
-        loglik[seq_id[t]] += math.log(s) + top
+    if not _FORWARD(log_em, startprob, transmat, is_start, seq_id, alpha, alpha, loglik):  # densities not kept
+        return path, loglik, False
     # z_N ~ α_N, then z_t | z_{t+1} = l ~ α_t(k) A(k, l) (A replaced by 1 before a sequence start): the state
     # is the number of cumulative weights below u_t, as in the torch scan.
     c = 0.0
@@ -164,12 +159,11 @@ def _kernel(name: str = "forward_backward") -> Any:
         import numba
     except ImportError:
         return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # NumbaWarning on an unusable cache must not fail strict runs
-            return numba.njit(cache=True, nogil=True)(_SOURCES[name])
-    except (RuntimeError, OSError):
-        return numba.njit(cache=False, nogil=True)(_SOURCES[name])
+    global _FORWARD
+    # the recursions call the forward pass by its module-level name, bound here before they are compiled
+    if not hasattr(_FORWARD, "py_func"):
+        _FORWARD = jit(numba, _forward, inline="always")
+    return jit(numba, _SOURCES[name])
 
 
 def compiled_forward_backward(
