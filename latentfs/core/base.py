@@ -37,7 +37,7 @@ from sklearn.utils.validation import assert_all_finite, check_is_fitted, validat
 
 from latentfs.core.containers import dataarray_as_frame
 from latentfs.core.data import DataError
-from latentfs.core.estimator import match_columns
+from latentfs.core.estimator import InputRulesTags, match_columns
 from latentfs.core.weights import FeatureWeights
 
 __all__ = [
@@ -215,7 +215,7 @@ class ParamsAsDataError:
         return super().set_params(**params)  # type: ignore[misc]
 
 
-class BaseSelector(ParamsAsDataError, SelectorMixin, BaseEstimator):
+class BaseSelector(ParamsAsDataError, InputRulesTags, SelectorMixin, BaseEstimator):
     """Base class of the selectors: learned ``weights_`` (:class:`FeatureWeights`) and ``support_`` (bool mask).
 
     Class attributes a subclass may set: ``_requires_y`` (supervised), ``_accept_sparse`` (scipy.sparse
@@ -311,10 +311,7 @@ class BaseSelector(ParamsAsDataError, SelectorMixin, BaseEstimator):
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = bool(self._accept_sparse)
-        tags.input_tags.positive_only = self._positive_only
         tags.target_tags.required = self._requires_y
-        tags.non_deterministic = False
         return tags
 
 

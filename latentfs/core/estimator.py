@@ -41,6 +41,7 @@ __all__ = [
     "LatentClusterer",
     "LatentEstimator",
     "ENGINE_PARAMS",
+    "InputRulesTags",
     "SaveLoadMixin",
     "check_nonnegative",
     "class_labels",
@@ -150,7 +151,23 @@ def _short_list(names: list[Any], n: int = 5) -> str:
 
 
 
-class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEstimator):
+class InputRulesTags:
+    """scikit-learn tags from a class's declared input rules: ``_accept_sparse`` (scipy.sparse input kept sparse)
+    and ``_positive_only`` (non-negative input, e.g. counts); fits are seeded, so deterministic. Put it before
+    scikit-learn's ``BaseEstimator`` in the bases."""
+
+    _accept_sparse: Any = False
+    _positive_only = False
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.input_tags.sparse = bool(self._accept_sparse)
+        tags.input_tags.positive_only = self._positive_only
+        tags.non_deterministic = False
+        return tags
+
+
+class LatentEstimator(BlockwiseNewData, SaveLoadMixin, InputRulesTags, TransformerMixin, BaseEstimator):
     """Base of the latent-model estimators (module docstring).
 
     Subclasses define ``__init__`` (parameters stored as given), ``_make_model()`` and the
@@ -415,10 +432,7 @@ class LatentEstimator(BlockwiseNewData, SaveLoadMixin, TransformerMixin, BaseEst
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = bool(self._accept_sparse)
-        tags.input_tags.positive_only = self._positive_only
         tags.input_tags.allow_nan = self._allow_nan
-        tags.non_deterministic = False
         return tags
 
 

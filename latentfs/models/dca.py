@@ -344,7 +344,82 @@ class DirichletDCA(_DCABase):
         )
 
 
-class GammaPoissonDCA(_DCABase):
+class _GammaScoresDCA(_DCABase):
+    """The Gamma–Poisson models' shared form (GaP and the conditional GaP): document scores l (``doc_scores``) with
+    a Gamma(α, β) prior, rate β per component (set by fit when left unset), and counts w_j ~ Poisson((Θ l)_j). A
+    subclass draws the scores (:meth:`_doc_scores`)."""
+
+    doc_site = "doc_scores"
+
+    def __init__(self, n_components: int, *, alpha: Any = None, beta: Any = None, gamma: Any = None) -> None:
+        if alpha is None:
+            alpha = 1.0 / check_n_components(n_components, 10**9)
+        if gamma is None:
+            gamma = 1.0 / check_n_components(n_components, 10**9)
+        super().__init__(n_components, alpha=alpha, gamma=gamma)
+        self.beta = None if beta is None else check_positive(beta, "beta", shape=(self.n_components,))
+
+    def hyperparameters(self) -> dict[str, Any]:
+        out = super().hyperparameters()
+        out["beta"] = None if self.beta is None else self.beta.tolist()
+        return out
+
+    def _doc_scores(self, ref: torch.Tensor, event: bool) -> torch.Tensor:  # pragma: no cover - abstract
+        """Sample the scores inside the document plate (and, with ``event`` False, the component plate)."""
+        raise NotImplementedError
+
+    def model(
+        self,
+        counts: torch.Tensor | None = None,
+        *,
+        n_documents: int | None = None,
+        n_features: int | None = None,
+    ) -> torch.Tensor:
+        """The bag-of-words model (eq. 2; the conditional GaP's prior is eq. 3). Pass ``counts`` (I, J), or
+        ``n_documents`` and ``n_features``."""
+        n_documents, n_features, ref = self._sizes(counts, n_documents, n_features, "model needs counts")
+        topic_word = self._topic_word(n_features, ref.dtype, ref.device)
+        with pyro.plate("document", n_documents, dim=-1):
+            scores = self._doc_scores(ref, event=True)
+            rate = scores @ topic_word
+            return pyro.sample("counts", dist.Poisson(rate).to_event(1), obs=counts)
+
+    def augmented_model(
+        self,
+        latent_counts: torch.Tensor | None = None,
+        *,
+        n_documents: int | None = None,
+        n_features: int | None = None,
+    ) -> torch.Tensor:
+        """The component-assignment form (eq. 5; eq. 8 for the conditional GaP): c_k ~ Poisson(l_k) (0 when
+        l_k = 0), v_{·,k} ~ Mult(c_k, θ_{·,k})."""
+        n_documents, n_features, ref = self._sizes(latent_counts, n_documents, n_features,
+                                                   "augmented_model needs latent_counts")
+        topic_word = self._topic_word(n_features, ref.dtype, ref.device)
+        with pyro.plate("document", n_documents, dim=-2), pyro.plate("component_of_doc", self.n_components, dim=-1):
+            scores = self._doc_scores(ref, event=False)
+            c = pyro.sample(
+                "component_counts",
+                dist.Poisson(scores),
+                obs=None if latent_counts is None else latent_counts.sum(-1),
+            )
+            return pyro.sample("latent_counts", MultinomialCounts(c, topic_word), obs=latent_counts)
+
+    def simulate(
+        self,
+        n_documents: int,
+        n_features: int,
+        *,
+        seed: int | None = None,
+        dtype: torch.dtype = torch.float64,
+    ) -> dict[str, np.ndarray]:
+        """Draw a corpus from :meth:`model` (β must be set): ``counts``, ``doc_scores``, ``topic_word`` (and the
+        conditional GaP's ``active``)."""
+        n_documents, n_features, dtype = self._check_sizes(n_documents, n_features, dtype)
+        return self._run_simulation(self.model, seed, n_documents=int(n_documents), n_features=int(n_features))
+
+
+class GammaPoissonDCA(_GammaScoresDCA):
     """Gamma-Poisson (GaP) discrete component analysis; Buntine & Jakulin eq. (2), Canny (2004).
 
     For each document, scores l_k ~ Gamma(α_k, β_k) (rate β) and counts w_j ~ Poisson((Θ l)_j), with each
@@ -370,25 +445,10 @@ class GammaPoissonDCA(_DCABase):
     ['counts', 'doc_scores', 'topic_word']
     """
 
-    doc_site = "doc_scores"
-
-    def __init__(self, n_components: int, *, alpha: Any = None, beta: Any = None, gamma: Any = None) -> None:
-        if alpha is None:
-            alpha = 1.0 / check_n_components(n_components, 10**9)
-        if gamma is None:
-            gamma = 1.0 / check_n_components(n_components, 10**9)
-        super().__init__(n_components, alpha=alpha, gamma=gamma)
-        self.beta = None if beta is None else check_positive(beta, "beta", shape=(self.n_components,))
-
     def __repr__(self) -> str:
         beta = "auto" if self.beta is None else _short(self.beta)
         alpha, gamma = _short(self.alpha), _short(self.gamma)
         return f"GammaPoissonDCA({self.n_components}, alpha={alpha}, beta={beta}, gamma={gamma})"
-
-    def hyperparameters(self) -> dict[str, Any]:
-        out = super().hyperparameters()
-        out["beta"] = None if self.beta is None else self.beta.tolist()
-        return out
 
     def with_beta_for(self, mean_doc_length: float) -> GammaPoissonDCA:
         """A copy whose unset β gives a prior mean document length equal to ``mean_doc_length``."""
@@ -397,57 +457,12 @@ class GammaPoissonDCA(_DCABase):
         beta = np.full(self.n_components, self.alpha.sum() / max(float(mean_doc_length), 1e-12))
         return GammaPoissonDCA(self.n_components, alpha=self.alpha, beta=beta, gamma=self.gamma)
 
-    def model(
-        self,
-        counts: torch.Tensor | None = None,
-        *,
-        n_documents: int | None = None,
-        n_features: int | None = None,
-    ) -> torch.Tensor:
-        """The bag-of-words model (eq. 2). Pass ``counts`` (I, J), or ``n_documents`` and ``n_features``."""
-        n_documents, n_features, ref = self._sizes(counts, n_documents, n_features, "model needs counts")
-        topic_word = self._topic_word(n_features, ref.dtype, ref.device)
-        alpha, beta = self._tensor(self.alpha, ref), self._beta(ref)
-        with pyro.plate("document", n_documents, dim=-1):
-            scores = pyro.sample("doc_scores", dist.Gamma(alpha, beta).to_event(1))
-            rate = scores @ topic_word
-            return pyro.sample("counts", dist.Poisson(rate).to_event(1), obs=counts)
-
-    def augmented_model(
-        self,
-        latent_counts: torch.Tensor | None = None,
-        *,
-        n_documents: int | None = None,
-        n_features: int | None = None,
-    ) -> torch.Tensor:
-        """The component-assignment form (eq. 5): c_k ~ Poisson(l_k), v_{·,k} ~ Mult(c_k, θ_{·,k})."""
-        n_documents, n_features, ref = self._sizes(latent_counts, n_documents, n_features,
-                                                   "augmented_model needs latent_counts")
-        topic_word = self._topic_word(n_features, ref.dtype, ref.device)
-        alpha, beta = self._tensor(self.alpha, ref), self._beta(ref)
-        with pyro.plate("document", n_documents, dim=-2), pyro.plate("component_of_doc", self.n_components, dim=-1):
-            scores = pyro.sample("doc_scores", dist.Gamma(alpha, beta))
-            c = pyro.sample(
-                "component_counts",
-                dist.Poisson(scores),
-                obs=None if latent_counts is None else latent_counts.sum(-1),
-            )
-            return pyro.sample("latent_counts", MultinomialCounts(c, topic_word), obs=latent_counts)
-
-    def simulate(
-        self,
-        n_documents: int,
-        n_features: int,
-        *,
-        seed: int | None = None,
-        dtype: torch.dtype = torch.float64,
-    ) -> dict[str, np.ndarray]:
-        """Draw a corpus from :meth:`model` (β must be set): ``counts``, ``doc_scores``, ``topic_word``."""
-        n_documents, n_features, dtype = self._check_sizes(n_documents, n_features, dtype)
-        return self._run_simulation(self.model, seed, n_documents=int(n_documents), n_features=int(n_features))
+    def _doc_scores(self, ref: torch.Tensor, event: bool) -> torch.Tensor:
+        prior = dist.Gamma(self._tensor(self.alpha, ref), self._beta(ref))
+        return pyro.sample("doc_scores", prior.to_event(1) if event else prior)
 
 
-class ConditionalGammaPoissonDCA(_DCABase):
+class ConditionalGammaPoissonDCA(_GammaScoresDCA):
     """Conditional Gamma-Poisson (CGP) discrete component analysis: a sparse GaP; Buntine & Jakulin eq. (3).
 
     For each document and component, the score is exactly zero with probability ρ_k and otherwise
@@ -483,17 +498,10 @@ class ConditionalGammaPoissonDCA(_DCABase):
     True
     """
 
-    doc_site = "doc_scores"
-
     def __init__(
         self, n_components: int, *, alpha: Any = None, beta: Any = None, rho: Any = 0.5, gamma: Any = None
     ) -> None:
-        if alpha is None:
-            alpha = 1.0 / check_n_components(n_components, 10**9)
-        if gamma is None:
-            gamma = 1.0 / check_n_components(n_components, 10**9)
-        super().__init__(n_components, alpha=alpha, gamma=gamma)
-        self.beta = None if beta is None else check_positive(beta, "beta", shape=(self.n_components,))
+        super().__init__(n_components, alpha=alpha, beta=beta, gamma=gamma)
         self.rho = check_rho(rho, self.n_components)
 
     def __repr__(self) -> str:
@@ -505,7 +513,6 @@ class ConditionalGammaPoissonDCA(_DCABase):
 
     def hyperparameters(self) -> dict[str, Any]:
         out = super().hyperparameters()
-        out["beta"] = None if self.beta is None else self.beta.tolist()
         out["rho"] = self.rho.tolist()
         return out
 
@@ -523,56 +530,12 @@ class ConditionalGammaPoissonDCA(_DCABase):
         kw.update(changes)
         return ConditionalGammaPoissonDCA(self.n_components, **kw)
 
-    def model(
-        self,
-        counts: torch.Tensor | None = None,
-        *,
-        n_documents: int | None = None,
-        n_features: int | None = None,
-    ) -> torch.Tensor:
-        """The bag-of-words model (eq. 2 with the prior of eq. 3). Pass ``counts``, or the two sizes."""
-        n_documents, n_features, ref = self._sizes(counts, n_documents, n_features, "model needs counts")
-        topic_word = self._topic_word(n_features, ref.dtype, ref.device)
+    def _doc_scores(self, ref: torch.Tensor, event: bool) -> torch.Tensor:
         alpha, beta, rho = self._tensor(self.alpha, ref), self._beta(ref), self._tensor(self.rho, ref)
-        with pyro.plate("document", n_documents, dim=-1):
-            active = pyro.sample("active", dist.Bernoulli(probs=1 - rho).to_event(1))
-            scores = pyro.sample("doc_scores", ZeroOrGamma(alpha, beta, active).to_event(1))
-            rate = scores @ topic_word
-            return pyro.sample("counts", dist.Poisson(rate).to_event(1), obs=counts)
-
-    def augmented_model(
-        self,
-        latent_counts: torch.Tensor | None = None,
-        *,
-        n_documents: int | None = None,
-        n_features: int | None = None,
-    ) -> torch.Tensor:
-        """The component-assignment form (eq. 8): c_k ~ Poisson(l_k) (0 when l_k = 0), v_{·,k} ~ Mult(c_k, θ_{·,k})."""
-        n_documents, n_features, ref = self._sizes(latent_counts, n_documents, n_features,
-                                                   "augmented_model needs latent_counts")
-        topic_word = self._topic_word(n_features, ref.dtype, ref.device)
-        alpha, beta, rho = self._tensor(self.alpha, ref), self._beta(ref), self._tensor(self.rho, ref)
-        with pyro.plate("document", n_documents, dim=-2), pyro.plate("component_of_doc", self.n_components, dim=-1):
-            active = pyro.sample("active", dist.Bernoulli(probs=1 - rho))
-            scores = pyro.sample("doc_scores", ZeroOrGamma(alpha, beta, active))
-            c = pyro.sample(
-                "component_counts",
-                dist.Poisson(scores),
-                obs=None if latent_counts is None else latent_counts.sum(-1),
-            )
-            return pyro.sample("latent_counts", MultinomialCounts(c, topic_word), obs=latent_counts)
-
-    def simulate(
-        self,
-        n_documents: int,
-        n_features: int,
-        *,
-        seed: int | None = None,
-        dtype: torch.dtype = torch.float64,
-    ) -> dict[str, np.ndarray]:
-        """Draw a corpus from :meth:`model` (β must be set): ``counts``, ``active``, ``doc_scores``, ``topic_word``."""
-        n_documents, n_features, dtype = self._check_sizes(n_documents, n_features, dtype)
-        return self._run_simulation(self.model, seed, n_documents=int(n_documents), n_features=int(n_features))
+        active_prior = dist.Bernoulli(probs=1 - rho)
+        active = pyro.sample("active", active_prior.to_event(1) if event else active_prior)
+        prior = ZeroOrGamma(alpha, beta, active)
+        return pyro.sample("doc_scores", prior.to_event(1) if event else prior)
 
 
 def check_rho(rho: Any, n_components: int) -> np.ndarray:

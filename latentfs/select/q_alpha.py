@@ -495,10 +495,8 @@ class SupervisedQAlpha(_QAlphaSelectorMixin, BaseSelector):
 
     Attributes
     ----------
-    weights_ : FeatureWeights
-    support_ : ndarray of bool (n_features,)
-    result_ : QAlphaResult
-    n_iter_ : int
+    weights_, support_, result_, n_iter_
+        As in :class:`QAlpha`.
 
     Examples
     --------

@@ -121,18 +121,24 @@ from latentfs.inference.dca.collapsed_state import (  # noqa: F401  (re-exported
 from latentfs.inference.dca.common import (
     DCAModel,
     check_store,
-    dims_and_coords,
     model_groups,
     prepare,
     resolve_model,
 )
-from latentfs.inference.dca.gibbs import average_chain_outputs, sample_doc_latent, theta_sample
+from latentfs.inference.dca.gibbs import (
+    DRAW_OPTIONS,
+    average_chain_outputs,
+    chain_export,
+    lazy_pointwise_loglik,
+    sample_doc_latent,
+    theta_sample,
+)
 from latentfs.inference.dca.hyper import (  # noqa: F401 - re-exported: they lived here
     _digamma_diff,
     minka_alpha_hist,
     minka_symmetric_gamma,
 )
-from latentfs.inference.dca.loo import count_constants, draw_marginal_loglik, lazy_marginal_loglik
+from latentfs.inference.dca.loo import draw_marginal_loglik
 from latentfs.models.dca import DirichletDCA, GammaPoissonDCA
 
 # the state's public names (this module re-exports them) and the engine's own
@@ -187,12 +193,6 @@ def _check_n_threads(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise DataError(f"n_threads must be an integer >= 1; got {value!r}. Use 1 (exact) or 2 (two cores).")
     return int(value)
-
-
-def _check_log_likelihood(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise DataError(f"log_likelihood must be True or False; got {value!r}.")
-    return bool(value)
 
 
 @dataclass(frozen=True)
@@ -314,12 +314,7 @@ class CollapsedGibbs(EngineSpec):
         "init": Option("random", _check_init, "'random' or 'sequential'", "the start of every token's component"),
         "trace": Option(True, None, "bool", "record the collapsed log joint after every sweep (False: NaN)"),
         "empty_documents": shared("empty_documents"),
-        "store": Option(None, None, "tuple of str or None",
-                        "sites whose draws are kept: ('topic_word',) by default, add the document site for its draws"),
-        "align": Option(True, None, "bool",
-                        "relabel the draws and each chain's running means before chains are averaged"),
-        "log_likelihood": Option(True, _check_log_likelihood, "bool",
-                                 "the pointwise log p(w_(i) | Θ), latents integrated out, computed on first use"),
+        **DRAW_OPTIONS,
         "learn_alpha": Option(None, None, "bool or None",
                               "learn α (DirichletDCA) during warm-up; None: True for a DirichletDCA"),
         "learn_gamma": Option(None, None, "bool or None",
@@ -458,8 +453,6 @@ class CollapsedGibbs(EngineSpec):
 
         model, data, corpus, learning = prep.model, prep.data, prep.corpus, prep.learning
         averaged, per_chain = self._chain_outputs(prep)
-        draws = dict(outcome.draws)
-        loglik: Any = draws.pop("_loglik", None)
         chains: list[_Chain] = outcome.final_states
         n_kept = max(outcome.n_draws, 1)
         mean_counts = np.stack([ch.cc_sum for ch in chains]) / n_kept
@@ -489,33 +482,21 @@ class CollapsedGibbs(EngineSpec):
                                            method=f"{type(model).__name__} collapsed Gibbs")
             if "gamma" in learning:
                 extras["gamma_trace"] = traces["gamma"]
-        dims, coords = dims_and_coords(model, data)
-        return Export(
-            dims=dims, coords=coords, draws=draws, extras=extras, log_likelihood=loglik,
-            diagnostics={
-                "num_warmup": o.num_warmup,
-                "thin": o.thin,
-                "sweep": "grouped" if prep.groups is not None else o.sweep,
-                "init": o.init,
-                "n_threads": o.n_threads,
-                **({"chain_method": outcome.chain_method} if outcome.chain_method != "sequential" else {}),
-                "observation_dim": "document",
-                "stored_sites": list(prep.sites),
-                **({"hyper_drift": drifts} if learning else {}),
-            },
-            sample_stats={"lp": outcome.kept_trace(o.num_warmup, o.thin)},
-            relabel=("topic_word", "component") if o.align else None,
-            chain_extras={**averaged, **per_chain},  # permuted by each chain's modal relabelling in the alignment
-        )
+        return chain_export(prep, o, outcome, extras=extras, chain_extras={**averaged, **per_chain}, diagnostics={
+            "sweep": "grouped" if prep.groups is not None else o.sweep,
+            "init": o.init,
+            "n_threads": o.n_threads,
+            **({"chain_method": outcome.chain_method} if outcome.chain_method != "sequential" else {}),
+            "observation_dim": "document",
+            "stored_sites": list(prep.sites),
+            **({"hyper_drift": drifts} if learning else {}),
+        })
 
     def finalize(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
         """The pointwise log-likelihood of every kept Θ draw, computed on first use (each in its chain's labels,
         at its chain's hyperparameters)."""
-        if prep.lazy_ll:
-            chains, data = outcome.final_states, prep.data
-            post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(prep.model, data),
-                                                       [ch.model for ch in chains],
-                                                       [prep.t_hyper(ch.hyper) for ch in chains], o.seed)
+        chains = outcome.final_states
+        lazy_pointwise_loglik(post, prep, o, [ch.model for ch in chains], [prep.t_hyper(ch.hyper) for ch in chains])
 
     def after_align(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
         """Each chain's running means and learned α, permuted by the chain's modal relabelling

@@ -412,14 +412,11 @@ def collapsed_step(
     return state
 
 
-def check_invariants(state: CollapsedState, corpus: CollapsedCorpus) -> None:
-    """Raise RuntimeError unless the counts agree with the assignments (digest §1.10, oracle 8).
-
-    Checks Σ_k c_{k,(i)} = L_(i); Σ_k N_jk = Σ_i w_{j,(i)}; N_k = Σ_i c_{k,(i)} = Σ_j N_jk; that c and N
-    equal the counts recomputed from the assignments (hence Σ_k v_{jk,(i)} = w_{j,(i)} for every
-    document and word); and, for the sparse sweep, that each word's component list is exactly
-    {(k, N_jk) : N_jk > 0}.
-    """
+def count_problems(state: Any, corpus: Any) -> list[str]:
+    """What is wrong with the counts of a token-assignment state (``assignment``, ``doc_counts`` c, ``word_counts``
+    N, ``component_counts``) for its corpus (``doc_ptr``, ``words``, ``lengths``, ``word_totals``); empty when
+    nothing is. The checks every collapsed sampler of the family shares: assignments in 0..K-1, the document and
+    word totals, N_k = Σ_i c_k = Σ_j N_jk, and c and N equal to the counts recomputed from the assignments."""
     K = state.doc_counts.shape[1]
     z = state.assignment.astype(np.int64)
     problems = []
@@ -439,6 +436,19 @@ def check_invariants(state: CollapsedState, corpus: CollapsedCorpus) -> None:
         problems.append("document counts c differ from the counts of the assignments")
     if not np.array_equal(state.word_counts, nwk):
         problems.append("word counts N differ from the counts of the assignments")
+    return problems
+
+
+def check_invariants(state: CollapsedState, corpus: CollapsedCorpus) -> None:
+    """Raise RuntimeError unless the counts agree with the assignments (digest §1.10, oracle 8).
+
+    Checks Σ_k c_{k,(i)} = L_(i); Σ_k N_jk = Σ_i w_{j,(i)}; N_k = Σ_i c_{k,(i)} = Σ_j N_jk; that c and N
+    equal the counts recomputed from the assignments (hence Σ_k v_{jk,(i)} = w_{j,(i)} for every
+    document and word); and, for the sparse sweep, that each word's component list is exactly
+    {(k, N_jk) : N_jk > 0}.
+    """
+    K = state.doc_counts.shape[1]
+    problems = count_problems(state, corpus)
     if state.word_list is not None and state.word_ptr is not None:
         for j in range(state.word_counts.shape[0]):
             base, n = 2 * state.word_ptr[j] + 2, state.word_list[2 * state.word_ptr[j]]

@@ -115,6 +115,44 @@ def _check_log_likelihood(name: str, value: Any) -> bool:
     return bool(value)
 
 
+#: The draw options of the family's Gibbs samplers (this direct one and the collapsed one): the sites kept, the
+#: relabelling, the pointwise log-likelihood.
+DRAW_OPTIONS: dict[str, Option] = {
+    "store": Option(None, None, "tuple of str or None",
+                    "sites whose draws are kept: ('topic_word',) by default, add the document site for its draws"),
+    "align": Option(True, None, "bool", "relabel the draws and each chain's running means before chains are averaged"),
+    "log_likelihood": Option(True, _check_log_likelihood, "bool",
+                             "the pointwise log p(w_(i) | Θ), latents integrated out, computed on first use"),
+}
+
+
+def chain_export(prep: Any, o: Options, outcome: Any, *, extras: dict[str, Any], diagnostics: dict[str, Any],
+                 chain_extras: dict[str, Any]) -> Export:
+    """The result of one of the family's Gibbs samplers: the kept draws (the pointwise log-likelihood, when kept
+    with them, taken out of them), ``lp`` per kept draw, the warm-up and thinning followed by the sampler's own
+    ``diagnostics``, the draws relabelled by ``topic_word`` when ``o.align``, and each chain's running means
+    (``chain_extras``, permuted by its chain's modal relabelling in the alignment)."""
+    draws = dict(outcome.draws)
+    loglik = draws.pop("_loglik", None)
+    dims, coords = dims_and_coords(prep.model, prep.data)
+    return Export(
+        dims=dims, coords=coords, draws=draws, extras=extras, log_likelihood=loglik,
+        diagnostics={"num_warmup": o.num_warmup, "thin": o.thin, **diagnostics},
+        sample_stats={"lp": outcome.kept_trace(o.num_warmup, o.thin)},
+        relabel=("topic_word", "component") if o.align else None,
+        chain_extras=chain_extras,
+    )
+
+
+def lazy_pointwise_loglik(post: Any, prep: Any, o: Options, models: list[Any], hypers: list[Any]) -> None:
+    """When the sampler keeps it (``prep.lazy_ll``), the pointwise log-likelihood of every kept Θ draw, computed on
+    first use with chain c's model ``models[c]`` and hyperparameters ``hypers[c]``."""
+    if prep.lazy_ll:
+        data = prep.data
+        post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(prep.model, data), models,
+                                                   hypers, o.seed)
+
+
 def average_chain_outputs(post: Posterior, names: Any, n_chains: int) -> dict[str, np.ndarray]:
     """Average the chain-level extras ``names`` (arrays shaped (chain, ...), already in the relabelled labels:
     ``Export.chain_extras``) over chains, in ``post.extras``; returns the averages. Nothing is averaged when the
@@ -216,12 +254,7 @@ class DirectGibbs(EngineSpec):
         "dtype": shared("dtype"),
         "device": shared("device"),
         "empty_documents": shared("empty_documents"),
-        "store": Option(None, None, "tuple of str or None",
-                        "sites whose draws are kept: ('topic_word',) by default, add the document site for its draws"),
-        "align": Option(True, None, "bool",
-                        "relabel the draws and each chain's running means before chains are averaged"),
-        "log_likelihood": Option(True, _check_log_likelihood, "bool",
-                                 "the pointwise log p(w_(i) | Θ), latents integrated out, computed on first use"),
+        **DRAW_OPTIONS,
         "learn_alpha": Option(False, None, "bool", "learn α by stochastic EM during warm-up"),
         "learn_beta": Option(False, None, "bool", "learn β (GaP, CGP) by stochastic EM during warm-up"),
         "learn_rho": Option(False, None, "bool", "learn ρ (CGP) by stochastic EM during warm-up"),
@@ -298,9 +331,6 @@ class DirectGibbs(EngineSpec):
 
         model, data, learn = prep.model, prep.data, prep.learn
         averaged, per_chain = prep.chain_outputs()
-        draws = dict(outcome.draws)
-        loglik = draws.pop("_loglik", None)
-        dims, coords = dims_and_coords(model, data)
         chains: list[_Chain] = outcome.final_states
         n_kept = max(outcome.n_draws, 1)
         extras: dict[str, Any] = {
@@ -318,28 +348,18 @@ class DirectGibbs(EngineSpec):
                 traces[name] = extras[f"{name}_trace"] = np.array([ch.hyper_trace[name][:steps] for ch in chains])
             drifts = check_warmup_learning(traces, o.num_warmup, warn=o.warn,
                                            method=f"{type(model).__name__} Gibbs")
-        return Export(
-            dims=dims, coords=coords, draws=draws, extras=extras, log_likelihood=loglik,
-            diagnostics={
-                "num_warmup": o.num_warmup,
-                "thin": o.thin,
-                "observation_dim": "document",
-                "stored_sites": list(prep.sites),
-                **({"hyper_drift": drifts} if learn else {}),
-                **({"no_pointwise_log_likelihood": NO_LOO_REASON} if prep.cgp and o.log_likelihood else {}),
-            },
-            sample_stats={"lp": outcome.kept_trace(o.num_warmup, o.thin)},
-            relabel=("topic_word", "component") if o.align else None,
-            chain_extras={**averaged, **per_chain},  # permuted by each chain's modal relabelling in the alignment
-        )
+        return chain_export(prep, o, outcome, extras=extras, chain_extras={**averaged, **per_chain}, diagnostics={
+            "observation_dim": "document",
+            "stored_sites": list(prep.sites),
+            **({"hyper_drift": drifts} if learn else {}),
+            **({"no_pointwise_log_likelihood": NO_LOO_REASON} if prep.cgp and o.log_likelihood else {}),
+        })
 
     def finalize(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
         """The pointwise log-likelihood of every kept Θ draw, computed on first use (each in its chain's labels,
         at its chain's hyperparameters)."""
-        if prep.lazy_ll:
-            chains, data = outcome.final_states, prep.data
-            post.log_likelihood = lazy_marginal_loglik(post, data.counts.csr, count_constants(prep.model, data),
-                                                       [prep.model] * len(chains), [ch.hyper for ch in chains], o.seed)
+        chains = outcome.final_states
+        lazy_pointwise_loglik(post, prep, o, [prep.model] * len(chains), [ch.hyper for ch in chains])
 
     def after_align(self, post: Any, prep: _Prep, o: Options, outcome: Any) -> None:
         """Each chain's running means and learned hyperparameters, permuted by the chain's modal relabelling

@@ -19,6 +19,7 @@ from latentfs.inference.dca.collapsed_state import (
     _hyper,
     _numba_seed,
     check_token_budget,
+    count_problems,
 )
 from latentfs.inference.dca.mh_kernels import TOPIC_BITS
 from latentfs.inference.dca.mh_kernels import kernels as _kernels
@@ -255,25 +256,7 @@ def check_mh_invariants(state: MHState, corpus: MHCorpus) -> None:
     """Raise RuntimeError unless the counts agree with the assignments: c and N equal the counts recomputed from
     the assignments, N_k = Σ_i c_ik = Σ_j N_jk, the document and word totals match the corpus, and the halves
     index every token once."""
-    K = state.doc_counts.shape[1]
-    z = state.assignment.astype(np.int64)
-    problems = []
-    if (z < 0).any() or (z >= K).any():
-        problems.append("an assignment lies outside 0..K-1")
-    doc_of = np.repeat(np.arange(corpus.n_documents), np.diff(corpus.doc_ptr))
-    ndk = np.bincount(doc_of * K + z, minlength=corpus.n_documents * K).reshape(-1, K)
-    J = state.pair_counts.shape[0]
-    nwk = np.bincount(corpus.words.astype(np.int64) * K + z, minlength=J * K).reshape(-1, K)
-    if not np.array_equal(state.doc_counts, ndk):
-        problems.append("document counts c differ from the counts of the assignments")
-    if not np.array_equal(state.word_counts, nwk):
-        problems.append("word counts N differ from the counts of the assignments")
-    if not np.array_equal(state.doc_counts.sum(1), corpus.lengths):
-        problems.append("document totals Σ_k c_k differ from the document lengths L_(i)")
-    if not np.array_equal(state.word_counts.sum(1), corpus.word_totals):
-        problems.append("word totals Σ_k N_jk differ from the corpus word counts")
-    if not (np.array_equal(state.component_counts, ndk.sum(0)) and np.array_equal(state.component_counts, nwk.sum(0))):
-        problems.append("component totals N_k differ from Σ_i c_k or Σ_j N_jk")
+    problems = count_problems(state, corpus)
     if not np.array_equal(np.sort(corpus.by_word), np.arange(corpus.n_tokens)):
         problems.append("the word-major index does not list every token once")
     if problems:

@@ -283,8 +283,7 @@ class FactorAnalysisGibbs(EngineSpec):
         from types import SimpleNamespace
 
         started = time.perf_counter()
-        if not isinstance(model, FactorAnalysis):
-            raise DataError(f"model must be a FactorAnalysis; got {type(model).__name__}.")
+        matrix = _validate_fa(model, X)  # no singular-covariance check: the priors keep the posterior proper
         if not model.has_proper_priors:
             raise DataError(
                 "gibbs needs proper priors on the loadings and the noise variances; got loading_scale="
@@ -292,7 +291,6 @@ class FactorAnalysisGibbs(EngineSpec):
                 "FactorAnalysis(k, loading_scale=1.0, noise_shape=2.0, noise_scale=1.0), or use method='map'."
             )
         dtype, device = o.dtype, o.device
-        matrix = _validate_fa(model, X)  # no singular-covariance check: the priors keep the posterior proper
         values = matrix.values
         check_moments(values)
         q = model.n_components

@@ -30,7 +30,7 @@ import torch
 
 from latentfs.core.data import DataError
 from latentfs.core.options import check_float
-from latentfs.core.pipeline import Option, Options
+from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
 from latentfs.core.relabel import component_labels
 from latentfs.models.hmrf import HiddenPotts, LatticeData, agreement, neighbour_sum
 
@@ -39,6 +39,7 @@ __all__ = [
     "InteractionAtBoundWarning",
     "LatticeFamily",
     "PottsFit",
+    "PottsPointSpec",
     "REG_COVAR",
     "conditional_logits",
     "maximise_pseudo_likelihood",
@@ -392,3 +393,44 @@ def point_fitted(fam: LatticeFamily, eta: float, means: torch.Tensor, variance: 
         "means": {"family": "point", "value": data_means},
         "variance": {"family": "point", "value": data_variance},
     }
+
+
+#: The run options of the point engines, after their own.
+RUN_OPTIONS: dict[str, Option] = {name: shared(name) for name in ("seed", "warn", "progress", "callback", "device")}
+
+
+class PottsPointSpec(EngineSpec):
+    """What the point engines of :class:`HiddenPotts` (ICM, mean-field EM) share: the prepared lattice
+    (:func:`prepare_fit`), the point sites and diagnostics of the result (:meth:`point_export`) and its last
+    touches (:func:`finish_point_fit`); each engine supplies its start, its step and its own diagnostics."""
+
+    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
+
+    kind = "optimizer"
+    remedies = "raise max_iter, loosen tol, or try another initialisation"
+
+    def prepare(self, model: Any, data: Any, o: Options) -> PottsFit:
+        return prepare_fit(model, data, o, device=o.device)
+
+    def point_export(self, prep: PottsFit, o: Options, outcome: Any, diagnostics: dict[str, Any],
+                     extras: dict[str, Any]) -> Export:
+        """The result of the kept run: η, μ and σ² in the data's units, the engine's ``diagnostics`` followed by
+        the shared ones, its ``extras``, and the trace in the data's units."""
+        fam, st = prep.fam, outcome.run.state
+        return Export(
+            dims=fam.dims(),
+            coords=fam.coords(),
+            fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method=self.method, warn=o.warn),
+            diagnostics={
+                **diagnostics,
+                "interaction_estimated": prep.fixed is None,
+                "observation_dim": "pixel",
+                "n_pixels": fam.n,
+                "reg_covar": prep.reg,
+            },
+            extras=extras,
+            trace=outcome.run.trace[None] + prep.jacobian,
+        )
+
+    def finalize(self, post: Any, prep: PottsFit, o: Options, outcome: Any) -> None:
+        finish_point_fit(post, prep, o, outcome.run.state["eta"])

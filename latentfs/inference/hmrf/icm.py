@@ -19,19 +19,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.pipeline import EngineSpec, Export, Options, shared
+from latentfs.core.pipeline import Export, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.inference.hmrf.family import (
     INTERACTION,
     REG_COVAR,
+    RUN_OPTIONS,
     LatticeFamily,
     PottsFit,
+    PottsPointSpec,
     conditional_logits,
-    finish_point_fit,
     kmeans_labels,
     maximise_pseudo_likelihood,
-    point_fitted,
-    prepare_fit,
     pseudo_log_likelihood,
 )
 from latentfs.models.hmrf import HiddenPotts, agreement, checkerboard
@@ -81,7 +80,7 @@ def initial_state(fam: LatticeFamily, gen: torch.Generator, reg: float, fixed_et
     return {"labels": labels, "means": means, "variance": variance, "eta": eta}
 
 
-class PottsICM(EngineSpec):
+class PottsICM(PottsPointSpec):
     """ICM with pseudo-likelihood η (:func:`latentfs.fit` with ``method="icm"``); a point estimate.
 
     Parameters
@@ -122,26 +121,15 @@ class PottsICM(EngineSpec):
     ('point', (24, 24))
     """
 
-    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
-
     method = "icm"
-    kind = "optimizer"
     desc = "ICM"
-    remedies = "raise max_iter, loosen tol, or try another initialisation"
     options = {
         "interaction": INTERACTION,
         "reg_covar": REG_COVAR,
         "max_iter": shared("max_iter", 100),
         "tol": shared("tol", 1e-10, "stop when the relative change of U (standardised coordinates) is at most this"),
-        "seed": shared("seed"),
-        "warn": shared("warn"),
-        "progress": shared("progress"),
-        "callback": shared("callback"),
-        "device": shared("device"),
+        **RUN_OPTIONS,
     }
-
-    def prepare(self, model: Any, data: Any, o: Options) -> PottsFit:
-        return prepare_fit(model, data, o, device=o.device)
 
     def start(self, prep: PottsFit, o: Options, gen: torch.Generator, index: int) -> dict[str, Any]:
         return initial_state(prep.fam, gen, prep.reg, prep.fixed)
@@ -151,24 +139,10 @@ class PottsICM(EngineSpec):
 
     def export(self, prep: PottsFit, o: Options, outcome: Any) -> Export:
         fam, st = prep.fam, outcome.run.state
-        return Export(
-            dims=fam.dims(),
-            coords=fam.coords(),
-            fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method="icm", warn=o.warn),
-            diagnostics={
-                "objective": "sum_s log g(y_s | z_s) + eta * A(z) (log posterior of z up to log G(eta))",
-                "pseudo_log_likelihood": pseudo_log_likelihood(fam.onehot(st["labels"]), st["eta"]),
-                "interaction_estimated": prep.fixed is None,
-                "observation_dim": "pixel",
-                "n_pixels": fam.n,
-                "reg_covar": prep.reg,
-            },
-            extras={"labels": st["labels"].cpu().numpy().astype(np.int64)},
-            trace=outcome.run.trace[None] + prep.jacobian,
-        )
-
-    def finalize(self, post: Any, prep: PottsFit, o: Options, outcome: Any) -> None:
-        finish_point_fit(post, prep, o, outcome.run.state["eta"])
+        return self.point_export(prep, o, outcome, diagnostics={
+            "objective": "sum_s log g(y_s | z_s) + eta * A(z) (log posterior of z up to log G(eta))",
+            "pseudo_log_likelihood": pseudo_log_likelihood(fam.onehot(st["labels"]), st["eta"]),
+        }, extras={"labels": st["labels"].cpu().numpy().astype(np.int64)})
 
 
 register_spec(PottsICM(), HiddenPotts)

@@ -26,18 +26,17 @@ import numpy as np
 import torch
 
 from latentfs.core.options import check_int
-from latentfs.core.pipeline import EngineSpec, Export, Option, Options, shared
+from latentfs.core.pipeline import Export, Option, Options, shared
 from latentfs.core.registry import register_spec
 from latentfs.inference.hmrf.family import (
     INTERACTION,
     REG_COVAR,
+    RUN_OPTIONS,
     LatticeFamily,
     PottsFit,
+    PottsPointSpec,
     conditional_logits,
-    finish_point_fit,
     maximise_pseudo_likelihood,
-    point_fitted,
-    prepare_fit,
     pseudo_log_likelihood,
 )
 from latentfs.inference.hmrf.icm import initial_state
@@ -92,7 +91,7 @@ def mean_field_step(
     return {"q": q, "means": means, "variance": variance, "eta": eta}, value
 
 
-class PottsMeanField(EngineSpec):
+class PottsMeanField(PottsPointSpec):
     """Mean-field EM (:func:`latentfs.fit` with ``method="mean_field"``); a point estimate of θ with the
     mean-field label probabilities.
 
@@ -137,12 +136,8 @@ class PottsMeanField(EngineSpec):
     (24, 24, 2)
     """
 
-    affine_equivariant = True  # checked by check_engine: the fit of a·X + b is the fit of X transformed
-
     method = "mean_field"
-    kind = "optimizer"
     desc = "mean-field EM"
-    remedies = "raise max_iter, loosen tol, or try another initialisation"
     options = {
         "interaction": INTERACTION,
         "inner_iters": Option(5, lambda n, v: check_int(n, v, low=1), "int ≥ 1",
@@ -150,15 +145,8 @@ class PottsMeanField(EngineSpec):
         "reg_covar": REG_COVAR,
         "max_iter": shared("max_iter", 500),
         "tol": shared("tol", 1e-6, "stop when the relative change of F (standardised coordinates) is at most this"),
-        "seed": shared("seed"),
-        "warn": shared("warn"),
-        "progress": shared("progress"),
-        "callback": shared("callback"),
-        "device": shared("device"),
+        **RUN_OPTIONS,
     }
-
-    def prepare(self, model: Any, data: Any, o: Options) -> PottsFit:
-        return prepare_fit(model, data, o, device=o.device)
 
     def start(self, prep: PottsFit, o: Options, gen: torch.Generator, index: int) -> dict[str, Any]:
         """ICM's k-means start, its labels softened to q = 0.9 · one-hot + 0.1 / K."""
@@ -173,26 +161,12 @@ class PottsMeanField(EngineSpec):
         fam, st = prep.fam, outcome.run.state
         log_g = fam.standard_log_emission(st["means"], st["variance"])
         q = _solve(fam, st["q"], log_g, st["eta"], 2000, tol=1e-12)  # the E-step to its fixed point at the final θ
-        return Export(
-            dims=fam.dims(),
-            coords=fam.coords(),
-            fitted=point_fitted(fam, st["eta"], st["means"], st["variance"], method="mean_field", warn=o.warn),
-            diagnostics={
-                "objective": "mean-field free energy F(q, theta), a lower bound on log f(y | theta) + log G(eta)",
-                "free_energy": mean_field_free_energy(q, log_g, st["eta"]) + prep.jacobian,
-                "fixed_point_residual": fixed_point_residual(q, log_g, st["eta"]),
-                "pseudo_log_likelihood": pseudo_log_likelihood(q, st["eta"]),
-                "interaction_estimated": prep.fixed is None,
-                "observation_dim": "pixel",
-                "n_pixels": fam.n,
-                "reg_covar": prep.reg,
-            },
-            extras={"label_probabilities": q.cpu().numpy(), "labels": q.argmax(-1).cpu().numpy().astype(np.int64)},
-            trace=outcome.run.trace[None] + prep.jacobian,
-        )
-
-    def finalize(self, post: Any, prep: PottsFit, o: Options, outcome: Any) -> None:
-        finish_point_fit(post, prep, o, outcome.run.state["eta"])
+        return self.point_export(prep, o, outcome, diagnostics={
+            "objective": "mean-field free energy F(q, theta), a lower bound on log f(y | theta) + log G(eta)",
+            "free_energy": mean_field_free_energy(q, log_g, st["eta"]) + prep.jacobian,
+            "fixed_point_residual": fixed_point_residual(q, log_g, st["eta"]),
+            "pseudo_log_likelihood": pseudo_log_likelihood(q, st["eta"]),
+        }, extras={"label_probabilities": q.cpu().numpy(), "labels": q.argmax(-1).cpu().numpy().astype(np.int64)})
 
 
 register_spec(PottsMeanField(), HiddenPotts)
