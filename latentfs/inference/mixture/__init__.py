@@ -1,7 +1,7 @@
 """Finite mixtures (Gaussian, latent class, latent profile): the engines of :mod:`latentfs.models.mixture`.
 
-* :mod:`~latentfs.inference.mixture.em` EM with restarts (on a dask array through
-  :mod:`~latentfs.inference.mixture.sharded`: one E-step task per row chunk),
+* :mod:`~latentfs.inference.mixture.em` EM with restarts (on a dask array through the pipeline's data back-end,
+  :mod:`latentfs.core.backends`: one E-step task per row chunk),
   :mod:`~latentfs.inference.mixture.online` stepwise EM (``method="online_em"``, the estimators' ``partial_fit``),
   :mod:`~latentfs.inference.mixture.gibbs` block Gibbs, :mod:`~latentfs.inference.mixture.vb` mean-field VB;
 * :mod:`~latentfs.inference.mixture.model_selection` AIC / BIC / ICL / DIC and the bootstrap LRT;
