@@ -14,10 +14,10 @@ step once, as a function of one prepared shard, and asks a :class:`ShardSet` to 
   shapes) stays on the shard's worker. A DataError raised inside a shard's task names the shard and its rows.
 
 The engine never sees which back-end runs: it calls :meth:`ShardSet.summaries` (one pass returning a value per
-shard), :meth:`ShardSet.estep` (sums, kept state, gathered parts) and :meth:`ShardSet.start`. Arguments broadcast
-to every shard (parameters) are sent once per pass (one dask key; torch tensors travel as host numpy arrays), so a
-shard function turns them into tensors with ``torch.as_tensor(value, dtype=..., device=...)``, which is a no-op in
-memory.
+shard), :meth:`ShardSet.estep` (sums, kept state, gathered parts), :meth:`ShardSet.start` and
+:meth:`ShardSet.lazy`. Arguments broadcast to every shard (parameters) are sent once per pass (one dask key;
+torch tensors travel as host numpy arrays), so a shard function turns them into tensors with
+``torch.as_tensor(value, dtype=..., device=...)``, which is a no-op in memory.
 
 This module knows no model family.
 """

@@ -420,6 +420,8 @@ def check_engine(model: Any, method: str, data: Any = None, **options: Any) -> A
     # Ctrl-C returns what was computed, flagged, for every engine that reports its iterations
     if "callback" in valid:
         longer = {"max_iter": 50, "tol": 0.0} if "max_iter" in valid and "tol" in valid else {}
+        if "n_passes" in valid:  # a stream engine: enough mini-batches to be interrupted (tiny data make one a pass)
+            longer["n_passes"] = 5
         # a sampler is interrupted two sweeps after its warm-up, when it has draws to return
         stop_at = int(opts["num_warmup"]) + 2 if "num_warmup" in opts else 2
         check_interruptible(lambda callback: latentfs.fit(model, data, method=method,

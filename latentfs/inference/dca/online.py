@@ -365,6 +365,8 @@ class DCAOnlineVB(EngineSpec):
         "persist": Option(
             True, _shuffle_option, "bool", "dask input: keep every validated row chunk where it was computed"
         ),
+        "progress": shared("progress"),
+        "callback": shared("callback", meaning="called as callback(batch, state, bound) after every mini-batch"),
     }
 
     def prepare(self, model: Any, X: Any, o: Options) -> OnlinePrep:
@@ -447,6 +449,10 @@ class DCAOnlineVB(EngineSpec):
         else:
             new = _update(online, batch, gen)
         return (new, gen), new.trace[-1]  # the batch's bound at the Θ it was fitted with (the state passed in)
+
+    def report(self, o: Options) -> Any:
+        callback = o.callback  # the state handed on is the online state, without the run's device generator
+        return None if callback is None else (lambda it, state, value: callback(it, state[0], value))
 
     def export(self, prep: OnlinePrep, o: Options, outcome: Any) -> Export:
         online = outcome.run.state[0]

@@ -355,6 +355,7 @@ class MixtureOnlineEM(EngineSpec):
         "e_step": Option("auto", None, "str", "the Gaussian E-step's variant (as batch EM)"),
         "progress": shared("progress"),
         "warn": shared("warn"),
+        "callback": shared("callback", meaning="called as callback(batch, state, objective) after every mini-batch"),
     }
 
     def prepare(self, model: Any, X: Any, o: Options) -> OnlineEMPrep:

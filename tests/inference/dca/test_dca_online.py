@@ -110,3 +110,27 @@ def test_estimator_partial_fit_refuses_what_it_cannot_do(planted):
     assert not hasattr(latentfs.DCA(K, model="gamma_poisson"), "partial_fit")  # online VB has no GaP form
     refit = est.fit(train[:200])  # fit() ends the stream: the next partial_fit starts afresh
     assert refit.partial_fit(train[:100]).n_iter_ == 1
+
+
+def test_online_vb_reports_every_batch_and_ctrl_c_keeps_the_batches_seen(planted):
+    from latentfs.core.driver import InterruptedFitWarning
+    from latentfs.inference.dca.online import OnlineVBState
+
+    train, _ = planted
+    seen = []
+
+    def callback(it, state, bound):
+        seen.append((it, type(state), bound))
+        if it == 3:
+            raise KeyboardInterrupt
+
+    with pytest.warns(InterruptedFitWarning):
+        post = latentfs.fit(DirichletDCA(K, alpha=0.2), train, method="online_vb", batch_size=100, seed=0,
+                            callback=callback)
+    assert [s[0] for s in seen] == [0, 1, 2, 3] and all(s[1] is OnlineVBState for s in seen)
+    assert post.diagnostics["interrupted"] and post.diagnostics["n_iter"] == 4  # the fourth batch was done
+    assert np.isfinite(post.mean("topic_word")).all()
+    full = latentfs.fit(DirichletDCA(K, alpha=0.2), train, method="online_vb", batch_size=100, seed=0)
+    # the same first batches' bounds, then stopped
+    np.testing.assert_array_equal(np.asarray(post.trace)[..., :4], np.asarray(full.trace)[..., :4])
+    assert np.asarray(post.trace).shape[-1] == 4
