@@ -24,6 +24,7 @@ This module knows no model family.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -82,6 +83,7 @@ class ShardSet:
         n_sum: int = 1,
         keep: bool = False,
         gather: bool = False,
+        reduce: str = "tree",
     ) -> tuple[tuple[Any, ...], list[Any] | None, list[Any] | None]:
         """Run ``fn`` on every shard and combine: ``(sums, kept, gathered)``.
 
@@ -90,11 +92,22 @@ class ShardSet:
         shard's are returned as they are), followed by the shard's new state when ``keep`` (returned as a list,
         kept where it was computed: pass it back as ``state``) and then a per-shard value to bring back when
         ``gather`` (returned as a computed list, in shard order).
+
+        ``reduce`` says where several shards' sums are added: ``"tree"`` (default) in a binary tree of tasks on the
+        workers, next to the shards, so only the total travels (statistics as large as the model, e.g. K × J topic
+        counts); ``"driver"``, brought back and added in shard order on the driver (statistics much smaller than a
+        task's overhead: no addition tasks).
         """
         raise NotImplementedError
 
     def start(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
         """Each shard's starting state, ``fn(shard, *args)``, kept where it is computed (lazily on dask)."""
+        raise NotImplementedError
+
+    def update(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Prepare every shard further, ``shard = fn(shard, *args)``, where it is (persisted as the set is): a second
+        preparation that needs what only the whole data tell (the columns' centring and scale, from
+        :meth:`summaries`), without reading the source rows again."""
         raise NotImplementedError
 
     def lazy(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
@@ -123,7 +136,7 @@ class _LocalShards(ShardSet):
         return [self._call(fn, args, state)]
 
     def estep(self, fn: Callable[..., tuple[Any, ...]], *args: Any, state: Sequence[Any] | None = None,
-              n_sum: int = 1, keep: bool = False, gather: bool = False
+              n_sum: int = 1, keep: bool = False, gather: bool = False, reduce: str = "tree"
               ) -> tuple[tuple[Any, ...], list[Any] | None, list[Any] | None]:
         out = self._call(fn, args, state)
         kept = [out[n_sum]] if keep else None
@@ -132,6 +145,9 @@ class _LocalShards(ShardSet):
 
     def start(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
         return [fn(self._shard, *args)]
+
+    def update(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._shard = fn(self._shard, *args)
 
 
 class _DaskShards(ShardSet):
@@ -143,8 +159,10 @@ class _DaskShards(ShardSet):
         self.stops = starts[1:] + [int(X.shape[0])]
         self.n_shards, self.is_local = len(blocks), False
         task = _shards.delayed(_shards.shard_task, pure=True)
-        prepared = [task(prepare_shard, i, lo, hi, block, *args)
+        prepare = functools.partial(_sized, prepare_shard)
+        prepared = [task(prepare, i, lo, hi, block, *args)
                     for i, (block, lo, hi) in enumerate(zip(blocks, self.starts, self.stops, strict=True))]
+        self._persist = persist
         self._prepared = _shards.persist(prepared) if persist else prepared
 
     def _tasks(self, fn: Callable[..., Any], args: tuple[Any, ...], state: Sequence[Any] | None,
@@ -152,6 +170,7 @@ class _DaskShards(ShardSet):
         keys = tuple(_shards.wrap(_host(a)) for a in args)  # one copy of each broadcast argument per pass
         task = _shards.delayed(_shards.shard_task, nout=nout, pure=False)
         bounds = zip(self._prepared, self.starts, self.stops, strict=True)
+        fn = functools.partial(_on_shard, fn)
         if state is None:
             return [task(fn, i, lo, hi, p, *keys) for i, (p, lo, hi) in enumerate(bounds)]
         return [task(fn, i, lo, hi, p, s, *keys) for i, ((p, lo, hi), s) in enumerate(zip(bounds, state, strict=True))]
@@ -160,27 +179,109 @@ class _DaskShards(ShardSet):
         return list(_shards.compute(*self._tasks(fn, args, state, None)))
 
     def estep(self, fn: Callable[..., tuple[Any, ...]], *args: Any, state: Sequence[Any] | None = None,
-              n_sum: int = 1, keep: bool = False, gather: bool = False
+              n_sum: int = 1, keep: bool = False, gather: bool = False, reduce: str = "tree"
               ) -> tuple[tuple[Any, ...], list[Any] | None, list[Any] | None]:
-        outs = self._tasks(fn, args, state, n_sum + int(keep) + int(gather))
-        totals = [_shards.tree_sum([o[j] for o in outs]) for j in range(n_sum)]
+        if reduce not in ("tree", "driver"):
+            raise ValueError(f"reduce must be 'tree' or 'driver'; got {reduce!r}")
+        rest = int(keep) + int(gather)
+        # each task returns its additive outputs as one tuple: one tree of n_shards − 1 additions sums them all, or
+        # the driver adds the tuples
+        if rest:
+            outs = self._tasks(functools.partial(_grouped, fn, n_sum), args, state, 1 + rest)
+            parts = [o[0] for o in outs]
+        else:  # the task's output is the tuple of sums itself (no item-taking tasks)
+            outs = parts = self._tasks(functools.partial(_summed_only, fn, n_sum), args, state, None)
+        to_sum = [_shards.tree_sum(parts)] if reduce == "tree" else parts
         kept: list[Any] | None = None
         if keep:
-            # the new states stay with their shards (each persisted on its own); the sums are reduced in a tree of
-            # tasks on the workers, and only the totals reach the driver
-            persisted = _shards.persist([o[n_sum] for o in outs] + totals)
-            kept, totals = persisted[: len(outs)], persisted[len(outs):]
+            # the new states stay with their shards (each persisted on its own), computed in the same pass as the
+            # sums; only the sums (a tree's total, or each shard's) reach the driver
+            persisted = _shards.persist([o[1] for o in outs] + to_sum)
+            kept, to_sum = persisted[: len(outs)], persisted[len(outs):]
         gathered: list[Any] | None = None
         if gather:
-            computed = _shards.compute(totals, [o[n_sum + int(keep)] for o in outs])
-            sums, gathered = tuple(computed[0]), list(computed[1])
+            summed, got = _shards.compute(to_sum, [o[rest] for o in outs])
+            gathered = list(got)
         else:
-            sums = tuple(_shards.compute(*totals))
-        return sums, kept, gathered
+            (summed,) = _shards.compute(to_sum)
+        return tuple(_add_in_order(list(summed))), kept, gathered
+
+    def update(self, fn: Callable[..., Any], *args: Any) -> None:
+        task = _shards.delayed(_shards.shard_task, pure=True)
+        bounds = zip(self._prepared, self.starts, self.stops, strict=True)
+        again = functools.partial(_sized, functools.partial(_on_shard, fn))
+        updated = [task(again, i, lo, hi, p, *args) for i, (p, lo, hi) in enumerate(bounds)]
+        self._prepared = _shards.persist(updated) if self._persist else updated
 
     def start(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
-        task = _shards.delayed(fn, pure=True)
+        task = _shards.delayed(functools.partial(_on_shard, fn), pure=True)
         return [task(p, *args) for p in self._prepared]
+
+
+def _nbytes(obj: Any, depth: int = 0) -> int:
+    """The bytes held by ``obj``'s arrays (numpy, torch, scipy.sparse), found through containers and attributes."""
+    import sys
+
+    if isinstance(getattr(obj, "nbytes", None), int):  # numpy arrays
+        return int(obj.nbytes)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return int(obj.element_size() * obj.nelement())
+    if depth >= 4:
+        return 0
+    if isinstance(obj, dict):
+        return sum(_nbytes(v, depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        if len(obj) > 64 and _nbytes(obj[0], depth + 1) == 0:  # names and other small objects: not walked
+            return 0
+        return sum(_nbytes(v, depth + 1) for v in obj)
+    fields = getattr(obj, "__dict__", None)
+    if fields is None and hasattr(obj, "__slots__"):
+        fields = {name: getattr(obj, name, None) for name in obj.__slots__}
+    return sum(_nbytes(v, depth + 1) for v in fields.values()) if fields else 0
+
+
+class _Sized:
+    """A prepared shard with the bytes its arrays hold, which dask's ``sizeof`` reads (``__sizeof__``): the
+    scheduler then runs a shard's tasks where the shard is and moves the (smaller) parameters, instead of moving an
+    object it would otherwise take for a few bytes."""
+
+    __slots__ = ("value", "nbytes")
+
+    def __init__(self, value: Any) -> None:
+        self.value, self.nbytes = value, _nbytes(value)
+
+    def __sizeof__(self) -> int:
+        return self.nbytes
+
+
+def _sized(fn: Callable[..., Any], *args: Any) -> _Sized:
+    """``fn(*args)`` as a :class:`_Sized` (a shard prepared in its task)."""
+    return _Sized(fn(*args))
+
+
+def _on_shard(fn: Callable[..., Any], shard: _Sized, *args: Any) -> Any:
+    """``fn`` called on the prepared shard itself."""
+    return fn(shard.value, *args)
+
+
+def _add_in_order(parts: list[Any]) -> Any:
+    """The parts added one after another, in shard order."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = _shards._add(total, part)
+    return total
+
+
+def _summed_only(fn: Callable[..., tuple[Any, ...]], n_sum: int, *args: Any) -> tuple[Any, ...]:
+    """The first ``n_sum`` outputs of ``fn(*args)``, as one tuple."""
+    return tuple(fn(*args)[:n_sum])
+
+
+def _grouped(fn: Callable[..., tuple[Any, ...]], n_sum: int, *args: Any) -> tuple[Any, ...]:
+    """``fn(*args)`` with its first ``n_sum`` outputs grouped into one tuple (added item by item)."""
+    out = fn(*args)
+    return (tuple(out[:n_sum]), *out[n_sum:])
 
 
 def shard_data(X: Any, prepare_shard: Callable[..., Any], *args: Any, persist: bool = True) -> ShardSet:

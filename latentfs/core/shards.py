@@ -139,9 +139,11 @@ def persist(objs: Sequence[Any]) -> list[Any]:
 
 
 def _add(a: Any, b: Any) -> Any:
-    """``a + b``; dicts (named statistics) are added key by key."""
+    """``a + b``; dicts (named statistics) are added key by key, tuples item by item."""
     if isinstance(a, dict):
         return {key: _add(value, b[key]) for key, value in a.items()}
+    if isinstance(a, tuple):
+        return tuple(_add(x, y) for x, y in zip(a, b, strict=True))
     return a + b
 
 

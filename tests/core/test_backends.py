@@ -107,3 +107,47 @@ def test_named_statistics_add_key_by_key_and_lazy_parts():
     np.testing.assert_array_equal(np.concatenate(dask.compute(*parts)), X.sum(1))
     (local,) = shard_data(X, _prepare, 1.0).lazy(lambda x: _named(x)[1])
     np.testing.assert_array_equal(np.asarray(local), X.sum(1))  # in memory: computed
+
+
+def test_driver_reduction_adds_in_shard_order():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3)) * 10.0 ** rng.integers(-8, 8, size=(40, 1))  # sums that depend on their order
+    dX = da.from_array(X, chunks=(5, -1))
+    parts = [torch.as_tensor(X[lo:lo + 5]).sum(0) for lo in range(0, 40, 5)]
+    in_order = parts[0]
+    for part in parts[1:]:
+        in_order = in_order + part
+    as_tensor = lambda block: torch.as_tensor(np.asarray(block))  # noqa: E731
+    (total,), _, _ = shard_data(dX, as_tensor).estep(lambda x: (x.sum(0),), reduce="driver")
+    assert torch.equal(torch.as_tensor(total), in_order)  # bit for bit: ((p0 + p1) + p2) + …
+    with pytest.raises(ValueError, match="reduce must be 'tree' or 'driver'"):
+        shard_data(dX, as_tensor).estep(lambda x: (x.sum(0),), reduce="workers")
+
+
+def test_update_prepares_the_shards_further_where_they_are():
+    X = _data()
+    for data in (X, da.from_array(X, chunks=(6, -1))):
+        s = shard_data(data, _prepare, 1.0)
+        s.update(lambda x, c: x - c, 1.0)
+        (total,), _, _ = s.estep(lambda x: (float(x.sum()),))
+        assert total == pytest.approx(float((X - 1.0).sum()), rel=1e-14)
+
+
+def test_prepared_shards_tell_dask_their_size():
+    # dask's sizeof falls back to sys.getsizeof; a shard that held arrays in an object would read as a few bytes and
+    # the scheduler would move it to its parameters rather than the parameters to it
+    import sys
+
+    from dask.sizeof import sizeof
+
+    from latentfs.core.backends import _Sized
+
+    class Holder:
+        def __init__(self):
+            self.values = np.zeros((1000, 10))
+            self.index = torch.zeros(500, dtype=torch.int64)
+            self.names = [f"x{j}" for j in range(100)]
+
+    sized = _Sized(Holder())
+    assert sized.nbytes == 1000 * 10 * 8 + 500 * 8
+    assert sizeof(sized) >= sized.nbytes and sys.getsizeof(Holder()) < 1000

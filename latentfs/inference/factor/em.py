@@ -182,8 +182,9 @@ def _prepare(model: FactorAnalysis, X: Any, o: Any, *, method: str, use_priors: 
             return cov  # type: ignore[return-value]
     else:
         def estep(state: FAParams) -> EStats:
+            # the statistics are d × (q + 1)² numbers: added on the driver, with no addition tasks
             (A, B, loglik), _, _ = shards.estep(shard_estep, state.loadings, state.noise_variance, state.mean,
-                                                n_sum=3)
+                                                n_sum=3, reduce="driver")
             t = lambda v: torch.as_tensor(v, dtype=dtype, device=device)  # noqa: E731  (a no-op in memory)
             return EStats(A=t(A), B=t(B), loglik=t(loglik))
 

@@ -18,7 +18,8 @@ column moments). A dask array's shards are centred at the column means of the wh
 add up) and floored at its column variances, which need every row: :func:`column_moments` makes two passes of
 per-column counts, sums and centred sums of squares over the validated row chunks (:func:`validate_rows`, kept
 where they are computed), as ``np.nanmean`` / ``np.nanvar`` give them in memory, and makes the checks that need
-every row. Each chunk is then read again, validated and built into its family with those moments.
+every row. Each validated chunk is then built into its family with those moments, where it is
+(:meth:`ShardSet.update <latentfs.core.backends.ShardSet.update>`: the source rows are read once).
 """
 
 from __future__ import annotations
@@ -117,13 +118,10 @@ class ColumnMoments:
     n: int
 
 
-def column_moments(model: Any, X: Any, e_step: str = "auto") -> ColumnMoments:
-    """The whole dask array's column moments (module docstring), with the checks that need every row: columns
-    entirely missing, fewer rows than components, constant columns or values whose squares overflow."""
-    if np.dtype(X.dtype).kind not in "biuf":
-        raise DataError(f"X must be numeric; got a dask array of dtype {X.dtype}. Pass real numbers.")
-    n, d = int(X.shape[0]), int(X.shape[1])
-    rows = shard_data(X, _validated, model)  # each row chunk validated in its task and kept there
+def column_moments(model: Any, rows: ShardSet, n: int, d: int, e_step: str = "auto") -> ColumnMoments:
+    """The whole dask array's column moments from its validated row chunks ``rows`` (module docstring), with the
+    checks that need every row: columns entirely missing, fewer rows than components, constant columns or values
+    whose squares overflow."""
     first = rows.summaries(_first_moments)
     count = np.sum([f[0] for f in first], axis=0)
     total = np.sum([f[1] for f in first], axis=0)
@@ -163,14 +161,16 @@ def _family_of_rows(model: Any, v: np.ndarray, m: ColumnMoments) -> Any:
     raise DataError(f"model must be a GaussianMixture, LatentProfile or LatentClass; got {type(model).__name__}.")
 
 
-def prepare_shard(rows: Any, model: Any, e_step: str, device: Any, moments: ColumnMoments | None) -> Any:
-    """One shard's family: the whole data in memory (``moments`` None: the family's own checks, messages and
-    column moments), or one row chunk of a dask array, validated and built with the whole data's ``moments``."""
-    if moments is None:
-        if isinstance(model, GaussianMixture):
-            return family_for(model, rows, e_step=e_step, device=device)
-        return family_for(model, rows, device=device)
-    return _family_of_rows(model, validate_rows(model, rows), moments)
+def prepare_shard(rows: Any, model: Any, e_step: str, device: Any) -> Any:
+    """The in-memory fit's one shard: the family of the whole data (its own checks, messages and column moments)."""
+    if isinstance(model, GaussianMixture):
+        return family_for(model, rows, e_step=e_step, device=device)
+    return family_for(model, rows, device=device)
+
+
+def _built(v: np.ndarray, model: Any, moments: ColumnMoments) -> Any:
+    """One validated row chunk of a dask array built into its family with the whole data's ``moments``."""
+    return _family_of_rows(model, v, moments)
 
 
 # ---------------------------------------------------------------------------------------------- the fit's data
@@ -196,10 +196,14 @@ class EMData:
 
 def prepare_data(model: Any, X: Any, *, e_step: str = "auto", device: Any = None) -> EMData:
     """The fit's data as shards of families (module docstring)."""
-    moments = column_moments(model, X, e_step) if is_dask_array(X) else None
-    ss = shard_data(X, prepare_shard, model, e_step, device, moments)
-    if moments is None:  # in memory: one shard, the family itself
+    if not is_dask_array(X):  # in memory: one shard, the family itself
+        ss = shard_data(X, prepare_shard, model, e_step, device)
         return EMData(ss, ss.local, ss.local.n)
+    if np.dtype(X.dtype).kind not in "biuf":
+        raise DataError(f"X must be numeric; got a dask array of dtype {X.dtype}. Pass real numbers.")
+    ss = shard_data(X, _validated, model)  # each row chunk validated in its task and kept there
+    moments = column_moments(model, ss, int(X.shape[0]), int(X.shape[1]), e_step)
+    ss.update(_built, model, moments)  # each chunk becomes its family where it is
     return EMData(ss, _family_of_rows(model, np.zeros((0, len(moments.names))), moments), moments.n)
 
 

@@ -213,7 +213,8 @@ def em_estep(data: EMData, params: dict[str, Any]) -> dict[str, Any]:
     (``stats``, ``eps=0``) and log-likelihood (``ll``) summed; in memory also the rows' responsibilities and
     log-likelihoods (``rows``; a dask fit leaves them with their shards)."""
     ss = data.shards
-    (stats, ll), kept, _ = ss.estep(shard_estep, params, ss.is_local, n_sum=2, keep=ss.is_local)
+    # the statistics are K × d(d + 1) numbers: added on the driver, with no addition tasks
+    (stats, ll), kept, _ = ss.estep(shard_estep, params, ss.is_local, n_sum=2, keep=ss.is_local, reduce="driver")
     return {"params": params, "stats": stats, "ll": float(ll), "rows": kept[0] if kept is not None else None}
 
 
@@ -508,7 +509,7 @@ class MixtureEM(EngineSpec):
             resp, row_ll = state["rows"]
             entropy = entropy_of(resp)
         else:
-            entropy = float(ss.estep(shard_entropy, params)[0][0])
+            entropy = float(ss.estep(shard_entropy, params, reduce="driver")[0][0])
         n_params = model.n_parameters(fam.d)
         diag: dict[str, Any] = {
             "log_likelihood": ll,
