@@ -186,11 +186,8 @@ class _DaskShards(ShardSet):
         rest = int(keep) + int(gather)
         # each task returns its additive outputs as one tuple: one tree of n_shards − 1 additions sums them all, or
         # the driver adds the tuples
-        if rest:
-            outs = self._tasks(functools.partial(_grouped, fn, n_sum), args, state, 1 + rest)
-            parts = [o[0] for o in outs]
-        else:  # the task's output is the tuple of sums itself (no item-taking tasks)
-            outs = parts = self._tasks(functools.partial(_summed_only, fn, n_sum), args, state, None)
+        outs = self._tasks(functools.partial(_grouped, fn, n_sum), args, state, 1 + rest)
+        parts = [o[0] for o in outs]
         to_sum = [_shards.tree_sum(parts)] if reduce == "tree" else parts
         kept: list[Any] | None = None
         if keep:
@@ -271,11 +268,6 @@ def _add_in_order(parts: list[Any]) -> Any:
     for part in parts[1:]:
         total = _shards._add(total, part)
     return total
-
-
-def _summed_only(fn: Callable[..., tuple[Any, ...]], n_sum: int, *args: Any) -> tuple[Any, ...]:
-    """The first ``n_sum`` outputs of ``fn(*args)``, as one tuple."""
-    return tuple(fn(*args)[:n_sum])
 
 
 def _grouped(fn: Callable[..., tuple[Any, ...]], n_sum: int, *args: Any) -> tuple[Any, ...]:

@@ -153,7 +153,9 @@ def column_moments(model: Any, rows: ShardSet, n: int, d: int, e_step: str = "au
     return ColumnMoments(shift, variance, variant, names, n)
 
 
-def _family_of_rows(model: Any, v: np.ndarray, m: ColumnMoments) -> Any:
+def _family_of_rows(v: np.ndarray, model: Any, m: ColumnMoments) -> Any:
+    """Validated rows ``v`` built into their family with the whole data's moments ``m`` (a row chunk of a dask array,
+    or no rows: the driver's family)."""
     if isinstance(model, LatentClass):
         return CategoricalFamily.from_rows(model, v, m.names)
     if isinstance(model, GaussianMixture):
@@ -166,11 +168,6 @@ def prepare_shard(rows: Any, model: Any, e_step: str, device: Any) -> Any:
     if isinstance(model, GaussianMixture):
         return family_for(model, rows, e_step=e_step, device=device)
     return family_for(model, rows, device=device)
-
-
-def _built(v: np.ndarray, model: Any, moments: ColumnMoments) -> Any:
-    """One validated row chunk of a dask array built into its family with the whole data's ``moments``."""
-    return _family_of_rows(model, v, moments)
 
 
 # ---------------------------------------------------------------------------------------------- the fit's data
@@ -203,8 +200,8 @@ def prepare_data(model: Any, X: Any, *, e_step: str = "auto", device: Any = None
         raise DataError(f"X must be numeric; got a dask array of dtype {X.dtype}. Pass real numbers.")
     ss = shard_data(X, _validated, model)  # each row chunk validated in its task and kept there
     moments = column_moments(model, ss, int(X.shape[0]), int(X.shape[1]), e_step)
-    ss.update(_built, model, moments)  # each chunk becomes its family where it is
-    return EMData(ss, _family_of_rows(model, np.zeros((0, len(moments.names))), moments), moments.n)
+    ss.update(_family_of_rows, model, moments)  # each chunk becomes its family where it is
+    return EMData(ss, _family_of_rows(np.zeros((0, len(moments.names))), model, moments), moments.n)
 
 
 def _as_is(rows: Any, fam: Any) -> Any:
