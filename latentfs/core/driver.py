@@ -12,12 +12,14 @@ Engines supply pure functions; the loops own convergence, restarts, progress bar
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import math
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +47,8 @@ __all__ = [
     "run_restarts",
     "available_memory",
     "check_draw_memory",
+    "dask_dashboard",
+    "note_above_bar",
 ]
 
 
@@ -109,6 +113,49 @@ def host_generator(generator: torch.Generator) -> torch.Generator:
     return torch.Generator().manual_seed(generator.initial_seed())
 
 
+def dask_dashboard(data: Any) -> str | None:
+    """The link to the Dask dashboard of the current ``dask.distributed`` Client when ``data`` is a dask collection
+    (its tasks run there); None otherwise: in-memory data, no Client, or a scheduler without a dashboard. Imports
+    neither dask nor distributed: no dask object and no Client can exist unless they were loaded already."""
+    dask = sys.modules.get("dask")
+    distributed = sys.modules.get("distributed")
+    if dask is None or distributed is None or not dask.is_dask_collection(data):
+        return None
+    try:
+        link = distributed.default_client().dashboard_link  # ValueError when no Client has started
+    except Exception:  # a courtesy link: whatever asking the scheduler raises, the fit goes on without it
+        return None
+    return link if isinstance(link, str) and link else None
+
+
+class _Note:
+    """A line waiting to be written above a fit's first shown progress bar."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+        self.written = False
+
+
+#: the note of the fit running in this context (:func:`note_above_bar`)
+_BAR_NOTE: contextvars.ContextVar[_Note | None] = contextvars.ContextVar("latentfs_bar_note", default=None)
+
+
+@contextmanager
+def note_above_bar(line: str | None) -> Iterator[None]:
+    """Write ``line`` once, above the first progress bar shown inside the block, before its first iteration (a fit
+    whose restarts each have a bar writes it above the first); nothing when no bar is shown or ``line`` is None.
+    The pipeline passes the Dask dashboard's link (:func:`dask_dashboard`) this way. A fit run inside another
+    fit's block (a start from a sub-fit) shares the outer note, so the line is written once."""
+    if line is None or _BAR_NOTE.get() is not None:
+        yield
+        return
+    token = _BAR_NOTE.set(_Note(line))
+    try:
+        yield
+    finally:
+        _BAR_NOTE.reset(token)
+
+
 def _progress(total: int | None, desc: str, show: bool | None) -> Any:
     """The fit's progress bar. ``show=None`` (the default): a bar in a terminal and in a Jupyter kernel, none
     otherwise (CI logs, pipes); ``False`` never, ``True`` always. In a kernel the bar is a widget when ipywidgets
@@ -118,13 +165,21 @@ def _progress(total: int | None, desc: str, show: bool | None) -> Any:
     kernel = in_kernel()
     if show is None:
         show = kernel or sys.stderr.isatty()
-    if show and kernel and widgets_available():
+    widget = bool(show and kernel and widgets_available())
+    if widget:
         from tqdm.notebook import tqdm as bar
     else:
         from tqdm.std import tqdm as bar
     # In a kernel the finished bar stays under the cell (how many iterations, the last objective: what a notebook
     # reader looks for); a terminal's bar clears itself so the prompt stays clean.
-    return bar(total=total, desc=desc, disable=not show, leave=kernel, dynamic_ncols=True)
+    out = bar(total=total, desc=desc, disable=not show, leave=kernel, dynamic_ncols=True)
+    note = _BAR_NOTE.get()
+    if show and note is not None and not note.written:
+        # Through the bar, which clears and redraws itself around the line; a text bar's line goes where the bar
+        # is drawn (stderr), a widget's under the cell's output. Not in the bar's desc: warnings quote the desc.
+        out.write(note.line, file=None if widget else sys.stderr)
+        note.written = True
+    return out
 
 
 def _close_progress(bar: Any, finished: bool) -> None:

@@ -26,7 +26,8 @@ same for every engine, so no engine writes it again:
    ``diagnostics["collapsed"]``;
 5. **diagnostics** in one vocabulary (:data:`latentfs.core.diagnostics.DIAGNOSTICS`): ``seed``, ``converged``,
    ``n_iter``, ``interrupted``, ``restart_objectives``, ``best_restart`` (optimisers); ``num_chains``,
-   ``num_samples``, ``interrupted`` (samplers), then the spec's own;
+   ``num_samples``, ``interrupted`` (samplers), then the spec's own; ``dask_dashboard`` for a fit on a dask
+   collection under a ``dask.distributed`` Client, whose link is also written once above the progress bar;
 6. **the result**: one :class:`~latentfs.core.results.Posterior`; a sampler's draws relabelled on every
    component-indexed site jointly before its one R̂/ESS check (:meth:`Posterior.align`,
    :meth:`Posterior.check_convergence`).
@@ -43,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentfs.core.driver import OptimizerRun, SamplerRun, run_sampler
+from latentfs.core.driver import OptimizerRun, SamplerRun, dask_dashboard, note_above_bar, run_sampler
 from latentfs.core.errors import DataError
 from latentfs.core.options import (
     _is_torch_generator,
@@ -415,42 +416,46 @@ def run(spec: EngineSpec, model: Any, data: Any, options: Mapping[str, Any]) -> 
     prep = spec.prepare(model, data, o)
     desc = spec.describe(name)
     flags: list[dict[str, Any]] = []
-    try:
-        if spec.kind == "sampler":
-            outcome: Any = run_sampler(
-                lambda gen: spec.init(prep, o, gen),
-                lambda state, gen: spec.sample(prep, o, state, gen),
-                lambda state: spec.collect(prep, o, state),
-                num_chains=o.num_chains, num_warmup=o.num_warmup, num_samples=o.num_samples, thin=o.thin,
-                seed=o.seed, device=o.get("device", "cpu"), desc=desc, progress=o.get("progress"),
-                threadable=spec.is_threadable(prep, o), memory_budget=o.get("memory_budget"),
-            )
-            common: dict[str, Any] = {
-                "num_chains": int(outcome.trace.shape[0]),
-                "num_samples": int(outcome.n_draws),
-                "interrupted": bool(outcome.interrupted),
-            }
-        else:
-            outcome = run_starts(
-                lambda gen, r: spec.start(prep, o, gen, r),
-                lambda state: spec.step(prep, o, state),
-                indexed=True, n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=spec.max_iter(prep, o),
-                tol=spec.stop_tol(prep, o), score=lambda run: spec.score(prep, o, run),
-                short_iter=spec.short_iter(prep, o), finish=lambda state: spec.finish(prep, o, state),
-                degenerate=(lambda state: bool(spec.degenerate(prep, o, state))) if spec.rank_degenerate else None,
-                drop=spec.drop,
-                warn=spec.warn_unconverged(prep, o), desc=desc, remedies=spec.remedies, progress=o.get("progress"),
-                callback=spec.report(o), settled=lambda state: spec.settled(prep, o, state),
-            )
-            flags = spec.degenerate(prep, o, outcome.run.state)
-            common = outcome.diagnostics()
-    except tuple(spec.errors) as exc:  # the math's own failure, with the engine's remedy
-        remedy = next(text for kind, text in spec.errors.items() if isinstance(exc, kind))
-        raise DataError(f"{exc} {remedy}") from None
+    dashboard = dask_dashboard(data)  # a fit on a dask collection under a distributed Client
+    with note_above_bar(None if dashboard is None else f"Dask dashboard: {dashboard}"):
+        try:
+            if spec.kind == "sampler":
+                outcome: Any = run_sampler(
+                    lambda gen: spec.init(prep, o, gen),
+                    lambda state, gen: spec.sample(prep, o, state, gen),
+                    lambda state: spec.collect(prep, o, state),
+                    num_chains=o.num_chains, num_warmup=o.num_warmup, num_samples=o.num_samples, thin=o.thin,
+                    seed=o.seed, device=o.get("device", "cpu"), desc=desc, progress=o.get("progress"),
+                    threadable=spec.is_threadable(prep, o), memory_budget=o.get("memory_budget"),
+                )
+                common: dict[str, Any] = {
+                    "num_chains": int(outcome.trace.shape[0]),
+                    "num_samples": int(outcome.n_draws),
+                    "interrupted": bool(outcome.interrupted),
+                }
+            else:
+                outcome = run_starts(
+                    lambda gen, r: spec.start(prep, o, gen, r),
+                    lambda state: spec.step(prep, o, state),
+                    indexed=True, n_init=spec.n_starts(prep, o), seed=o.seed, max_iter=spec.max_iter(prep, o),
+                    tol=spec.stop_tol(prep, o), score=lambda run: spec.score(prep, o, run),
+                    short_iter=spec.short_iter(prep, o), finish=lambda state: spec.finish(prep, o, state),
+                    degenerate=(lambda state: bool(spec.degenerate(prep, o, state))) if spec.rank_degenerate else None,
+                    drop=spec.drop,
+                    warn=spec.warn_unconverged(prep, o), desc=desc, remedies=spec.remedies, progress=o.get("progress"),
+                    callback=spec.report(o), settled=lambda state: spec.settled(prep, o, state),
+                )
+                flags = spec.degenerate(prep, o, outcome.run.state)
+                common = outcome.diagnostics()
+        except tuple(spec.errors) as exc:  # the math's own failure, with the engine's remedy
+            remedy = next(text for kind, text in spec.errors.items() if isinstance(exc, kind))
+            raise DataError(f"{exc} {remedy}") from None
     if flags and o.get("warn", True) and spec.degenerate_warning is not None:
         warnings.warn(spec.degenerate_message(prep, o, flags), spec.degenerate_warning, stacklevel=3)
     ex = spec.export(prep, o, outcome)
     diagnostics = {"seed": o.seed, **ex.diagnostics, **common}
+    if dashboard is not None:  # where a notebook user finds it after the fit
+        diagnostics["dask_dashboard"] = dashboard
     if spec.kind == "optimizer" and spec.degenerate_warning is not None:
         diagnostics[spec.degenerate_key] = flags
     trace = ex.trace if ex.trace is not None else (
