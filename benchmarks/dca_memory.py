@@ -1,13 +1,15 @@
 """Peak memory of a default DCA fit against the memory of its input and parameters (issue 15's target: ≤ 3×).
 
     python benchmarks/dca_memory.py [--methods vb collapsed_gibbs online_vb] [--n-docs 2000 --n-words 5000 --k 50]
+                                    [--doc-length 150]
 
 Each method runs in a new process (Linux only: it reads and resets ``/proc/self/status`` VmHWM). The process
 loads the corpus, makes one small warm-up fit (50 documents) so that imports and compiled kernels are not
 counted, resets the peak resident set size (``/proc/self/clear_refs``), then runs
 ``latentfs.fit(DirichletDCA(K), X, method=...)`` with default options. Reported: the peak RSS above the RSS
 just before the call, and its ratio to the input CSR (data, indices, indptr) plus the parameters (Θ, K × J,
-and the document proportions, I × K, in float64).
+and the document proportions, I × K, in float64), and what the result keeps of its sampled sites (the samplers
+keep ``topic_word`` as count states: the bytes held, not the bytes of the Θ values they make on demand).
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ def child(method: str, data: str, K: int) -> None:
         post = latentfs.fit(latentfs.DirichletDCA(K), X, method=method, seed=0)
     peak = _status("VmHWM") - before
     base = (X.data.nbytes + X.indices.nbytes + X.indptr.nbytes + 8 * (K * n_words + n_docs * K)) / 2**20
+    kept = sum(int(v.nbytes) for v in getattr(post, "_draws", {}).values()) / 2**20
     print("RESULT " + json.dumps({"method": method, "peak_mib": peak, "base_mib": base, "nnz": int(X.nnz),
-                                  "ratio": peak / base, "draws": type(post).__name__}), flush=True)
+                                  "ratio": peak / base, "kept_mib": kept, "tokens": int(X.sum())}), flush=True)
 
 
 def main() -> None:
@@ -57,6 +60,7 @@ def main() -> None:
     parser.add_argument("--n-docs", type=int, default=2000)
     parser.add_argument("--n-words", type=int, default=5000)
     parser.add_argument("--k", type=int, default=50)
+    parser.add_argument("--doc-length", type=int, default=150)
     parser.add_argument("--child", default=None)
     parser.add_argument("--data", default=None)
     args = parser.parse_args()
@@ -65,7 +69,8 @@ def main() -> None:
         return
     import latentfs
 
-    sim = latentfs.DirichletDCA(args.k, alpha=0.1, gamma=0.01).simulate(args.n_docs, args.n_words, doc_length=150,
+    sim = latentfs.DirichletDCA(args.k, alpha=0.1, gamma=0.01).simulate(args.n_docs, args.n_words,
+                                                                         doc_length=args.doc_length,
                                                                          seed=0)
     tmp = tempfile.mkdtemp()
     data = os.path.join(tmp, "counts.npz")
@@ -74,14 +79,15 @@ def main() -> None:
     # heap, where freed memory stays resident and hides a later peak
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "MALLOC_MMAP_THRESHOLD_": "131072"}
-    print(f"| method | peak above start (MiB) | input + parameters (MiB) | ratio |  "
+    print(f"| method | peak above start (MiB) | input + parameters (MiB) | ratio | sampled sites kept (MiB) |  "
           f"({args.n_docs} × {args.n_words}, K = {args.k}, 1 thread)")
-    print("|---|---|---|---|")
+    print("|---|---|---|---|---|")
     for method in args.methods:
         out = subprocess.run([sys.executable, __file__, "--child", method, "--data", data, "--k", str(args.k)],
                              env=env, capture_output=True, text=True, check=True).stdout
         r = json.loads([x for x in out.splitlines() if x.startswith("RESULT ")][-1][7:])
-        print(f"| {method} | {r['peak_mib']:.1f} | {r['base_mib']:.1f} | {r['ratio']:.1f}× |", flush=True)
+        print(f"| {method} | {r['peak_mib']:.1f} | {r['base_mib']:.1f} | {r['ratio']:.1f}× | {r['kept_mib']:.1f} |  "
+              f"({r['tokens']:,} tokens)", flush=True)
 
 
 if __name__ == "__main__":

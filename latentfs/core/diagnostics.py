@@ -26,6 +26,7 @@ DIAGNOSTICS: dict[str, str] = {
     "n_parameters": "free parameters counted by the information criteria",
     "chain_method": "how chains or restarts ran when asked for: 'threads' or 'parallel'",
     "seconds": "wall-clock seconds of the fit",
+    "dask_dashboard": "the Dask dashboard's link, for a fit on a dask collection under a dask.distributed Client",
     # optimisers
     "converged": "the stopping rule was met (relative change of the objective ≤ tol); None for a run without one "
                  "(online VB and stepwise EM step through a stream: the run ends with the stream)",

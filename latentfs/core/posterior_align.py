@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from latentfs.core.count_draws import CountStateDraws
 from latentfs.core.data import DataError
 from latentfs.core.relabel import apply_draw_permutations, apply_permutations, modal_permutations, relabel_draws
 
@@ -68,8 +69,12 @@ class AlignMixin:
         for s, arr in self._draws.items():
             for ax, name in enumerate(self.dims.get(s, ())):
                 if name == component_dim or name in also:
-                    # the result owns its draws: permute them where they are (no second copy of the site)
-                    arr = apply_draw_permutations(arr, perms, ax, in_place=True)
+                    if isinstance(arr, CountStateDraws):  # count states keep each draw's permutation
+                        if ax != 0:
+                            raise DataError(f"count-state site {s!r} has its components on axis {ax}, not 0.")
+                        arr.permute(perms)
+                    else:  # the result owns its draws: permute them where they are (no second copy of the site)
+                        arr = apply_draw_permutations(arr, perms, ax, in_place=True)
             self._draws[s] = arr
         self._convergence_cache.clear()  # the draws are relabelled: R̂ and ESS are computed again
         modes, switched = modal_permutations(perms)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from latentfs.core.count_draws import CountStateDraws
 from latentfs.core.data import DataError
 from latentfs.core.options import check_int
 
@@ -133,16 +134,22 @@ class ConvergenceMixin:
         from latentfs.core import convergence
 
         x = self._draws[site]
-        flat = x.reshape(x.shape[0], x.shape[1], -1)
-        if flat.size <= _FULL_CHECK_VALUES:
-            idx = np.arange(flat.shape[2])
-            sub = flat
+        n_entries = int(np.prod(x.shape[2:]))
+        if isinstance(x, CountStateDraws):  # count states: the draws made once, only at the checked entries
+            idx = (np.arange(n_entries) if x.size <= _FULL_CHECK_VALUES
+                   else _entries_to_check(np.abs(x.mean()).reshape(-1)))
+            sub = x.entries(idx)
         else:
-            idx = _entries_to_check(flat)
-            sub = flat[:, :, idx]
+            flat = x.reshape(x.shape[0], x.shape[1], -1)
+            if flat.size <= _FULL_CHECK_VALUES:
+                idx = np.arange(n_entries)
+                sub = flat
+            else:
+                idx = _entries_to_check(np.abs(flat.mean(axis=(0, 1))))
+                sub = flat[:, :, idx]
         with np.errstate(all="ignore"):
             values = convergence.diagnostics(sub)
-        result = {"entries": idx, "n_entries": flat.shape[2], **values}
+        result = {"entries": idx, "n_entries": n_entries, "values": sub, **values}
         self._convergence_cache[site] = result
         return result
 
@@ -151,13 +158,12 @@ class ConvergenceMixin:
         entries with the largest R̂: chains that are each stationary but disagree sit in different modes."""
         from latentfs.core import convergence
 
-        x = self._draws[site]
-        flat = x.reshape(x.shape[0], x.shape[1], -1)
-        half = flat.shape[1] // 2
+        values = self._site_convergence(site)["values"]  # (chain, draw, len(idx)): the checked entries' draws
+        half = values.shape[1] // 2
         if half < 4:
             return False
         order = np.argsort(-np.where(np.isfinite(rhat), rhat, -np.inf), kind="stable")[:n_worst]
-        cols = flat[:, :, idx[order]]
+        cols = values[:, :, order]
         for chain in cols:
             halves = np.stack([chain[:half], chain[chain.shape[0] - half :]])  # (2, half, entries)
             with np.errstate(all="ignore"):
@@ -275,13 +281,13 @@ def _nan_reduce(fn: Any, values: np.ndarray) -> float:
     return float(fn(values)) if np.isfinite(values).any() else float("nan")
 
 
-def _entries_to_check(flat: np.ndarray) -> np.ndarray:
-    """Indices of the entries of a (chain, draw, entries) array that :meth:`Posterior.check_convergence`
-    checks: all of them when there are few, else the largest posterior means plus a regular sample."""
-    n = flat.shape[2]
+def _entries_to_check(means: np.ndarray) -> np.ndarray:
+    """Indices of the entries of a sampled site that :meth:`Posterior.check_convergence` checks, from the
+    entries' absolute posterior means: all of them when there are few, else the largest posterior means plus a
+    regular sample."""
+    n = means.size
     if n <= _CHECK_ENTRIES:
         return np.arange(n)
-    means = np.abs(flat.mean(axis=(0, 1)))
     top = np.argsort(-means, kind="stable")[: _CHECK_ENTRIES // 2]
     regular = np.linspace(0, n - 1, _CHECK_ENTRIES - top.size).astype(np.int64)
     return np.unique(np.concatenate([top, regular]))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from latentfs.core.count_draws import CountStateDraws
 from latentfs.core.data import DataError
 from latentfs.core.options import check_int
 
@@ -142,7 +143,10 @@ class PersistenceMixin:
         path = _npz_path(Path(path))
         arrays: dict[str, np.ndarray] = {"trace": self.trace}
         for k, v in self._draws.items():
-            arrays[f"draws/{k}"] = v
+            if isinstance(v, CountStateDraws):  # the count states themselves: the file stays as small as the fit
+                arrays.update({f"countdraws/{k}/{name}": part for name, part in v.parts().items()})
+            else:
+                arrays[f"draws/{k}"] = v
         for k, spec in self._fitted.items():
             for p, a in spec.items():
                 if p != "family":
@@ -214,7 +218,8 @@ class PersistenceMixin:
                 raise DataError(f"{str(path)!r} is not a complete latentfs Posterior file (no {key!r} in its header).")
         if "trace" not in data:
             raise DataError(f"{str(path)!r} is not a complete latentfs Posterior file (no trace).")
-        draws = {k[6:]: v for k, v in data.items() if k.startswith("draws/")}
+        draws: dict[str, Any] = {k[6:]: v for k, v in data.items() if k.startswith("draws/")}
+        draws.update(_count_draws(path, data))
         grids = {site: v.shape[:2] for site, v in draws.items() if v.ndim >= 2}
         if len(draws) != len(grids) or len(set(grids.values())) > 1:
             raise DataError(
@@ -352,6 +357,24 @@ def open_saved(path: str | Path, read: Any, *, writer: str, kind: str, remedy: s
             f"{str(path)!r} is not a readable {kind} file ({type(exc).__name__}: {exc}). It may be truncated or "
             f"corrupted: {remedy}."
         ) from None
+
+
+def _count_draws(path: Path, data: dict[str, np.ndarray]) -> dict[str, CountStateDraws]:
+    """The sites a file keeps as count states (``countdraws/<site>/<part>``), made again; a DataError when their
+    parts are missing or disagree."""
+    parts: dict[str, dict[str, np.ndarray]] = {}
+    for key, value in data.items():
+        if key.startswith("countdraws/"):
+            _, site, name = key.split("/", 2)
+            parts.setdefault(site, {})[name] = value
+    out = {}
+    for site, p in parts.items():
+        try:
+            out[site] = CountStateDraws.from_parts(p)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise DataError(f"{str(path)!r} is inconsistent: the count states of site {site!r} do not fit together "
+                            f"({exc}). Save the result again.") from None
+    return out
 
 
 def _check_shapes(

@@ -123,6 +123,10 @@ def relabel_draws(
     the rounding of the products). Draws are taken in blocks of at most :data:`BLOCK_BYTES` (one batched
     product for many small draws; one draw at a time when a draw is large).
 
+    Draws kept as count states (:class:`~latentfs.core.count_draws.CountStateDraws`) are matched on each draw's
+    E[θ | counts], made block by block, never all at once: the Dirichlet noise of a draw carries no label
+    information.
+
     Working memory beyond the input is :func:`relabel_memory`, checked against ``memory_budget`` (bytes;
     default half the available memory) before anything is allocated: without room for the cache every
     iteration recomputes all products, the blocks shrink to fit, and a :class:`~latentfs.core.data.DataError`
@@ -137,10 +141,15 @@ def relabel_draws(
     """
     from scipy.optimize import linear_sum_assignment  # here: scipy.optimize takes ~0.8 s to import
 
-    arr = np.asarray(draws)
-    x = np.moveaxis(arr, component_axis + 2, 2)
-    c, d, k = x.shape[:3]
-    flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
+    if hasattr(draws, "matching_rows"):  # count states: each draw's E[θ | counts], made block by block
+        if component_axis != 0:
+            raise ValueError("count-state draws have their components on the site's first axis")
+        c, d, k = draws.shape[:3]
+        flat = draws.matching_rows()
+    else:
+        x = np.moveaxis(np.asarray(draws), component_axis + 2, 2)
+        c, d, k = x.shape[:3]
+        flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
     n, m = c * d, flat.shape[2]
     cache, block = _plan(k, m, n, memory_budget)
     cross = np.empty((n, k, k)) if cache else None

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from latentfs.core.count_draws import CountStateDraws
 from latentfs.core.data import DataError
 from latentfs.core.options import as_rng
 from latentfs.core.posterior_align import _SWITCH_TOLERANCE, AlignMixin, _within_spread  # noqa: F401
@@ -170,7 +171,8 @@ class Posterior(AlignMixin, ConvergenceMixin, PersistenceMixin, HtmlMixin):
         self.dims = {k: tuple(v) for k, v in dims.items()}
         self.coords = {k: [str(x) for x in v] for k, v in coords.items()}
         self.trace = np.atleast_2d(np.asarray(trace, dtype=np.float64))
-        self._draws = {k: np.asarray(v) for k, v in (draws or {}).items()}
+        # count-state sites (:mod:`latentfs.core.count_draws`) stay count states: their values are made on demand
+        self._draws = {k: v if isinstance(v, CountStateDraws) else np.asarray(v) for k, v in (draws or {}).items()}
         self._convergence_cache: dict[str, dict[str, Any]] = {}
         self._fitted = {
             k: {"family": v["family"], **{p: np.asarray(a, dtype=np.float64) for p, a in v.items() if p != "family"}}
@@ -238,7 +240,9 @@ class Posterior(AlignMixin, ConvergenceMixin, PersistenceMixin, HtmlMixin):
     def samples(self, site: str, num_draws: int = 200, *, seed: int = 0) -> np.ndarray:
         """Draws of ``site`` shaped ``(chain, draw, *site_shape)``.
 
-        For samplers these are the stored draws (``num_draws`` and ``seed`` are ignored). For a fitted
+        For samplers these are the stored draws (``num_draws`` and ``seed`` are ignored); a site kept as count
+        states (:class:`~latentfs.core.count_draws.CountStateDraws`) makes them here, every time, from the kept
+        assignments and seeds: the values a sampler that kept them would have kept. For a fitted
         distribution, ``num_draws`` draws from it form one chain. A point estimate is not a distribution:
         its "draws" are the point itself, once, shaped ``(1, 1, *site_shape)``.
         """
@@ -248,7 +252,7 @@ class Posterior(AlignMixin, ConvergenceMixin, PersistenceMixin, HtmlMixin):
             raise DataError(f"num_draws must be an integer ≥ 1; got {num_draws!r}. Ask for at least one draw.")
         rng = as_rng(seed)
         if site in self._draws:
-            return self._draws[site]
+            return np.asarray(self._draws[site])
         spec = self._fitted[site]
         params = {k: v for k, v in spec.items() if k != "family"}
         if spec["family"] == "point":
@@ -256,7 +260,8 @@ class Posterior(AlignMixin, ConvergenceMixin, PersistenceMixin, HtmlMixin):
         return _FAMILIES[spec["family"]]["sample"](params, int(num_draws), rng)[None]
 
     def mean(self, site: str) -> np.ndarray:
-        """Posterior mean of ``site`` (over chains and draws, or of the fitted distribution)."""
+        """Posterior mean of ``site`` (over chains and draws, or of the fitted distribution). A site kept as count
+        states gives the Rao-Blackwellised mean, the average of E[θ | counts] over its kept count states."""
         self._check_site(site)
         if site in self._draws:
             return self._draws[site].mean(axis=(0, 1))

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from latentfs.core.count_draws import CountStateDraws
+
 __all__ = ["check_affine", "check_observed", "check_planted_collapse", "check_planted_switch", "planted_collapse"]
 
 
@@ -49,6 +51,11 @@ def check_planted_switch(result: Any, where: str = "result") -> None:
     planted = copy.deepcopy(result)
     roll = np.roll(np.arange(k), 1)
     for s, ax in axes.items():
+        if isinstance(planted._draws[s], CountStateDraws):  # count states: chain 0's draws in another labelling
+            perms = np.tile(np.arange(k), (*planted._draws[s].shape[:2], 1))
+            perms[0] = roll
+            planted._draws[s].permute(perms)
+            continue
         chain0 = planted._draws[s][0]  # (draw, ...site axes): a view, written in place
         for a in ax:
             chain0[...] = np.take(chain0, roll, axis=1 + a)

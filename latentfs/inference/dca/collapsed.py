@@ -57,9 +57,14 @@ whatever ran before. Only numba's own state is overwritten; numpy's and torch's 
 touched.
 
 Output per kept sweep (the chapter prefers sampled quantities to count means): Θ rows
-θ_{·,k} ~ Dirichlet(γ + N_{·k}) (one compiled pass, numba's generator seeded from the chain's draw
-generator) and, only when asked (``store=``), the document site from its count posterior, m ~ Dir(c + α)
-(DM) or l_k ~ Gamma(c_k + α_k, rate 1 + β_k) (GaP). Everything else is a running sum or lazy:
+θ_{·,k} ~ Dirichlet(γ + N_{·k}), kept as the sweep's *count state* (every token's component, one byte a token
+for K ≤ 256, and the seed of its draw) and drawn on demand (:class:`~latentfs.core.count_draws.CountStateDraws`:
+the same values every time, and those a sampler keeping Θ would have kept), so the kept draws cost chains × draws
+× tokens bytes, not × K × J × 8 (2 chains × 50 draws at K = 200 on a 60,000-word, 2.4M-token corpus: 0.24 GB,
+not 9.6 GB); relabelling matches each draw's E[Θ | N], and ``result.mean("topic_word")`` is the
+Rao-Blackwellised mean. A grouped model keeps its Θ draws. Only when asked (``store=``), the document site from
+its count posterior, m ~ Dir(c + α) (DM) or l_k ~ Gamma(c_k + α_k, rate 1 + β_k) (GaP). Everything else is a
+running sum or lazy:
 ``extras["topic_word_mean"]`` is the Rao-Blackwellised E[Θ | counts] = (γ_j + N_jk) / (Σγ + N_k) and
 ``extras["component_counts"]`` the mean c_(i), both averaged over the kept sweeps (per chain, aligned); the
 pointwise log-likelihood log p(w_(i) | Θ) at every kept draw, with each document's latent integrated out (what
@@ -129,6 +134,7 @@ from latentfs.inference.dca.gibbs import (
     DRAW_OPTIONS,
     average_chain_outputs,
     chain_export,
+    keep_count_state,
     lazy_pointwise_loglik,
     sample_doc_latent,
     theta_sample,
@@ -283,9 +289,10 @@ class CollapsedGibbs(EngineSpec):
         Bytes allowed for the token arrays and for the kept draws (default: half the memory available);
         over it the fit is refused with a ``DataError`` naming the remedy before anything large is allocated.
 
-    Returns a Posterior with draws of ``topic_word`` (Θ ~ Dir(γ + N) each kept sweep, one Dirichlet per group when
-    grouped); ``trace`` is the collapsed log joint per sweep, warm-up included; ``extras`` (relabelled per
-    chain, then averaged over chains): ``topic_word_mean`` (K, J), the Rao-Blackwellised E[Θ | counts]
+    Returns a Posterior with draws of ``topic_word`` (Θ ~ Dir(γ + N) each kept sweep, kept as count states and
+    drawn on demand; one Dirichlet per group when grouped, kept as values); ``trace`` is the collapsed log joint
+    per sweep, warm-up included; ``extras`` (relabelled per chain, then averaged over chains): ``topic_word_mean``
+    (K, J), the Rao-Blackwellised E[Θ | counts]
     averaged over the kept sweeps, ``component_counts`` (I, K) the mean c_(i), ``doc_topic_mean`` /
     ``doc_scores_mean`` (I, K) the mean of the document site: of its stored draws when it is stored, else
     the Rao-Blackwellised E[latent | c] averaged over the kept sweeps ((c + α)/(L + Σα) for DM,
@@ -419,24 +426,29 @@ class CollapsedGibbs(EngineSpec):
     def collect(self, prep: _Prep, o: Options, chain: _Chain) -> dict[str, Any]:
         h, state, groups = chain.hyper, chain.state, prep.groups
         conc = (state.word_counts.T + h["gamma"][None, :]).astype(np.float64)  # (K, J)
+        kept: dict[str, np.ndarray] = {}
+        eager_ll = o.log_likelihood and not prep.lazy_ll
         if groups is None:
             chain.rb_sum += conc / conc.sum(1, keepdims=True)
-            theta = dirichlet_rows(conc, np.random.default_rng(_numba_seed(state.draw_generator)))
+            seed = _numba_seed(state.draw_generator)
+            # Θ is kept as this sweep's count state and drawn on demand from the same seed (module docstring)
+            theta = dirichlet_rows(conc, np.random.default_rng(seed)) if eager_ll else None
+            if "topic_word" in prep.sites:
+                keep_count_state(kept, state.assignment, seed, prep.model.n_components)
         else:
             conc_t = torch.from_numpy(conc)
             totals = torch.zeros_like(conc_t).index_add_(1, groups, conc_t)[:, groups]
             chain.rb_sum += (conc_t / totals).numpy()
             theta = theta_sample(conc_t, groups, state.draw_generator).numpy()
+            if "topic_word" in prep.sites:
+                kept["topic_word"] = theta
         chain.cc_sum += state.doc_counts
-        kept: dict[str, np.ndarray] = {}
-        if "topic_word" in prep.sites:
-            kept["topic_word"] = theta
         if prep.doc_site in prep.sites:
             latent = sample_doc_latent(chain.model, torch.from_numpy(state.doc_counts.astype(np.float64)),
                                        prep.t_hyper(h), state.draw_generator)
             chain.doc_sum += latent.numpy()
             kept[prep.doc_site] = latent.numpy()
-        if o.log_likelihood and not prep.lazy_ll:  # Θ is not kept: the marginal of this draw now (chain's labels)
+        if eager_ll and theta is not None:  # Θ is not kept: the marginal of this draw now (chain's labels)
             kept["_loglik"] = draw_marginal_loglik(chain.model, prep.data, theta, prep.t_hyper(h), o.seed)
         return kept
 
@@ -482,7 +494,9 @@ class CollapsedGibbs(EngineSpec):
                                            method=f"{type(model).__name__} collapsed Gibbs")
             if "gamma" in learning:
                 extras["gamma_trace"] = traces["gamma"]
-        return chain_export(prep, o, outcome, extras=extras, chain_extras={**averaged, **per_chain}, diagnostics={
+        count_states = (corpus.words, np.stack([ch.hyper["gamma"] for ch in chains])) if prep.groups is None else None
+        return chain_export(prep, o, outcome, extras=extras, chain_extras={**averaged, **per_chain},
+                            count_states=count_states, diagnostics={
             "sweep": "grouped" if prep.groups is not None else o.sweep,
             "init": o.init,
             "n_threads": o.n_threads,

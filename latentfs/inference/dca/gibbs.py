@@ -127,13 +127,16 @@ DRAW_OPTIONS: dict[str, Option] = {
 
 
 def chain_export(prep: Any, o: Options, outcome: Any, *, extras: dict[str, Any], diagnostics: dict[str, Any],
-                 chain_extras: dict[str, Any]) -> Export:
+                 chain_extras: dict[str, Any], count_states: tuple[np.ndarray, np.ndarray] | None = None) -> Export:
     """The result of one of the family's Gibbs samplers: the kept draws (the pointwise log-likelihood, when kept
     with them, taken out of them), ``lp`` per kept draw, the warm-up and thinning followed by the sampler's own
     ``diagnostics``, the draws relabelled by ``topic_word`` when ``o.align``, and each chain's running means
-    (``chain_extras``, permuted by its chain's modal relabelling in the alignment)."""
+    (``chain_extras``, permuted by its chain's modal relabelling in the alignment). A collapsed sampler that kept
+    ``topic_word`` as count states (:func:`keep_count_state`) gives ``count_states``: the tokens' words and each
+    chain's γ (chain, J)."""
     draws = dict(outcome.draws)
     loglik = draws.pop("_loglik", None)
+    wrap_count_states(draws, count_states, prep.model.n_components)
     dims, coords = dims_and_coords(prep.model, prep.data)
     return Export(
         dims=dims, coords=coords, draws=draws, extras=extras, log_likelihood=loglik,
@@ -142,6 +145,27 @@ def chain_export(prep: Any, o: Options, outcome: Any, *, extras: dict[str, Any],
         relabel=("topic_word", "component") if o.align else None,
         chain_extras=chain_extras,
     )
+
+
+def keep_count_state(kept: dict[str, Any], assignment: np.ndarray, seed: int, n_components: int) -> None:
+    """Keep ``topic_word`` of one kept sweep as its count state: the tokens' components (the smallest type that
+    holds K) and the seed its Θ ~ Dirichlet(γ + N) is drawn with on demand (:mod:`latentfs.core.count_draws`)."""
+    from latentfs.core.count_draws import assignment_dtype
+
+    kept["topic_word"] = assignment.astype(assignment_dtype(n_components))
+    kept["_topic_word_seed"] = np.int64(seed)
+
+
+def wrap_count_states(draws: dict[str, Any], count_states: tuple[np.ndarray, np.ndarray] | None,
+                      n_components: int) -> None:
+    """Make ``draws["topic_word"]`` a :class:`~latentfs.core.count_draws.CountStateDraws` when the sweeps kept count
+    states (:func:`keep_count_state`); ``count_states`` is (the tokens' words, each chain's γ)."""
+    from latentfs.core.count_draws import CountStateDraws
+
+    seeds = draws.pop("_topic_word_seed", None)
+    if seeds is not None and count_states is not None:
+        words, prior = count_states
+        draws["topic_word"] = CountStateDraws(words, draws["topic_word"], seeds, prior, n_components)
 
 
 def lazy_pointwise_loglik(post: Any, prep: Any, o: Options, models: list[Any], hypers: list[Any]) -> None:

@@ -72,6 +72,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from latentfs.core.count_draws import assignment_dtype
 from latentfs.core.data import DataError
 from latentfs.core.driver import SamplerRun
 from latentfs.core.memory import check_draw_memory
@@ -83,7 +84,7 @@ from latentfs.inference.dca.collapsed_state import (
     _numba_seed,
 )
 from latentfs.inference.dca.common import check_store, dims_and_coords, prepare, resolve_model
-from latentfs.inference.dca.gibbs import average_chain_outputs, sample_doc_latent
+from latentfs.inference.dca.gibbs import average_chain_outputs, keep_count_state, sample_doc_latent, wrap_count_states
 from latentfs.inference.dca.loo import count_constants, draw_marginal_loglik, lazy_marginal_loglik
 from latentfs.inference.dca.mh_state import (  # noqa: F401 - re-exported: the sampler's state lives there
     BYTES_PER_TOKEN,
@@ -240,7 +241,8 @@ class MetropolisHastings(EngineSpec):
     Returns
     -------
     Posterior with the sites, extras and diagnostics of ``method="collapsed_gibbs"``: draws of ``topic_word``
-    (Θ ~ Dir(γ + N) each kept sweep); ``trace`` the collapsed log joint per sweep, warm-up included;
+    (Θ ~ Dir(γ + N) each kept sweep, kept as the sweep's count state and drawn on demand:
+    :class:`~latentfs.core.count_draws.CountStateDraws`); ``trace`` the collapsed log joint per sweep, warm-up included;
     ``extras["topic_word_mean"]`` (K, J) the Rao-Blackwellised E[Θ | counts] averaged over kept sweeps,
     ``extras["component_counts"]`` the mean c_(i), ``extras["doc_topic_mean"]``; ``diagnostics["acceptance"]``
     the share of accepted word and document proposals per chain.
@@ -295,9 +297,14 @@ class MetropolisHastings(EngineSpec):
         if o.memory_budget is not None:
             # the kept draws against memory_budget, before the first sweep (the pipeline's chain runner checks
             # them against its default budget, half the memory available, at the first kept draw)
-            shapes = {"topic_word": (K, J), model.doc_site: (I, K), "_loglik": (I,)}
+            # (topic_word is kept as its count state: one small integer a token, and its draw's seed)
+            shapes: dict[str, tuple[tuple[int, ...], Any]] = {
+                "topic_word": ((corpus.n_tokens,), assignment_dtype(K)), "_topic_word_seed": ((), np.int64),
+                model.doc_site: ((I, K), np.float64), "_loglik": ((I,), np.float64)}
             kept = [*sites, *(["_loglik"] if o.log_likelihood and "topic_word" not in sites else [])]
-            check_draw_memory({s: np.broadcast_to(np.zeros(()), shapes[s]) for s in shapes if s in kept},
+            kept += ["_topic_word_seed"] if "topic_word" in sites else []
+            check_draw_memory({s: np.broadcast_to(np.zeros((), dt), shape) for s, (shape, dt) in shapes.items()
+                               if s in kept},
                               o.num_chains, o.num_samples, o.memory_budget, self.describe(type(model).__name__))
         hyper = mh_hyper(model, J)
         order = sweep_order(I, J) if o.order == "auto" else o.order
@@ -323,16 +330,17 @@ class MetropolisHastings(EngineSpec):
         chain.rb_sum += conc / conc.sum(1, keepdims=True)
         chain.cc_sum += state.doc_counts
         chain.kept += 1
-        theta = dirichlet_rows(conc, np.random.default_rng(_numba_seed(state.draw_generator)))
+        seed = _numba_seed(state.draw_generator)
         kept: dict[str, np.ndarray] = {}
-        if "topic_word" in prep.sites:
-            kept["topic_word"] = theta
+        if "topic_word" in prep.sites:  # Θ kept as this sweep's count state, drawn on demand from the same seed
+            keep_count_state(kept, state.assignment, seed, prep.model.n_components)
         if prep.store_doc:
             latent = sample_doc_latent(prep.model, torch.from_numpy(state.doc_counts.astype(np.float64)),
                                        prep.t_hyper, state.draw_generator)
             chain.doc_sum += latent.numpy()
             kept[prep.model.doc_site] = latent.numpy()
         if o.log_likelihood and "topic_word" not in prep.sites:  # Θ is not kept: the marginal of this draw now
+            theta = dirichlet_rows(conc, np.random.default_rng(seed))
             kept["_loglik"] = draw_marginal_loglik(prep.model, prep.data, theta, prep.t_hyper, o.seed)
         return kept
 
@@ -340,6 +348,8 @@ class MetropolisHastings(EngineSpec):
         draws = dict(outcome.draws)
         loglik = draws.pop("_loglik", None)
         chains: list[_Chain] = outcome.final_states
+        prior = np.broadcast_to(prep.hyper["gamma"], (len(chains), prep.hyper["gamma"].size))
+        wrap_count_states(draws, (prep.corpus.words, prior), prep.model.n_components)
         proposals = np.stack([ch.state.proposals for ch in chains]).astype(np.float64)
         counts = prep.data.counts
         return Export(

@@ -1,0 +1,201 @@
+"""Draws of a (component, feature) site kept as the sampler's count states, not as values.
+
+A collapsed sampler's state is the component of every token; given it, a site whose rows are Dirichlet given counts
+(θ_k ~ Dirichlet(prior + N_k), N_kj the tokens of feature j in component k) is a draw away. Keeping a K × J matrix of
+floats per kept sweep costs chains × draws × K × J × 8 bytes (9.6 GB for 2 chains × 50 draws at K = 200 on a
+60,000-word vocabulary); keeping the assignments costs one byte a token a draw for K ≤ 256 (two for K ≤ 65,536),
+whatever K and J. :class:`CountStateDraws` holds, per chain and kept draw, the assignments in the smallest unsigned
+type that fits K and the seed its site draw was taken with, and makes on demand:
+
+* a draw: N rebuilt from the assignments (one pass over the tokens), θ ~ Dirichlet(prior + N) from the kept seed
+  (:func:`latentfs.core.random.dirichlet_rows`): the same numbers a sampler that kept the draw would have kept;
+* E[θ | N] = (prior + N) / row sums, the Rao-Blackwellised value of a draw (what relabelling matches on, and whose
+  average over the draws is the site's posterior mean, :meth:`mean`);
+* a subset of entries over all draws (what R̂ and ESS are checked on), one draw at a time.
+
+Relabelling permutes nothing: each draw's permutation is kept and applied as a draw is made. ``np.asarray`` makes
+every draw (chain, draw, K, J): the old, large array, for a caller that asked for all of it. Core code knows no family:
+the class knows only tokens' features, assignments, a prior per chain and seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CountStateDraws", "assignment_dtype"]
+
+
+def assignment_dtype(n_components: int) -> np.dtype:
+    """The smallest unsigned integer type holding a component index below ``n_components``."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if n_components - 1 <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.int64)
+
+
+class CountStateDraws:
+    """A sampled (component, feature) site kept as count states: ``shape`` (chain, draw, K, J), float64 on demand.
+
+    Parameters
+    ----------
+    features : int (S,), the feature (word) of every token, in the order of the assignments.
+    assignments : (chain, draw, S), each kept draw's component of every token (:func:`assignment_dtype`).
+    seeds : int64 (chain, draw), the seed of each draw's θ ~ Dirichlet(prior + N) (``np.random.default_rng``).
+    prior : float64 (chain, J), the Dirichlet prior added to every row's counts (a chain's learned γ).
+    n_components : K.
+    permutations : int64 (chain, draw, K) or None; a draw's row k is the raw draw's row ``permutations[c, d, k]``.
+    """
+
+    dtype = np.dtype(np.float64)
+    ndim = 4
+
+    def __init__(self, features: np.ndarray, assignments: np.ndarray, seeds: np.ndarray, prior: np.ndarray,
+                 n_components: int, permutations: np.ndarray | None = None) -> None:
+        self.features = np.ascontiguousarray(features, dtype=np.int64)
+        self.assignments = np.asarray(assignments)
+        self.seeds = np.asarray(seeds, dtype=np.int64)
+        self.prior = np.asarray(prior, dtype=np.float64)
+        self.n_components = int(n_components)
+        if self.assignments.ndim != 3 or self.assignments.dtype.kind not in "iu" or self.prior.ndim != 2:
+            raise ValueError(f"assignments must be integers shaped (chain, draw, tokens) and the prior (chain, "
+                             f"features); got {self.assignments.dtype} {self.assignments.shape} and {self.prior.shape}")
+        c, d, s = self.assignments.shape
+        j = self.prior.shape[1]
+        if self.seeds.shape != (c, d) or self.prior.shape[0] != c or self.features.shape != (s,):
+            raise ValueError(f"count states disagree: assignments {self.assignments.shape}, seeds {self.seeds.shape}, "
+                             f"prior {self.prior.shape}, features {self.features.shape}")
+        if s and int(self.features.max()) >= j:
+            raise ValueError(f"a token's feature {int(self.features.max())} is outside the prior's {j} features")
+        if self.assignments.size and (int(self.assignments.max()) >= self.n_components
+                                      or int(self.assignments.min()) < 0):
+            raise ValueError(f"an assignment is outside the {self.n_components} components")
+        self.permutations = None if permutations is None else np.asarray(permutations, dtype=np.int64)
+        self.shape = (c, d, self.n_components, j)
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (the assignments, seeds, prior, features and permutations), not the bytes of the values."""
+        perms = 0 if self.permutations is None else self.permutations.nbytes
+        return int(self.assignments.nbytes + self.seeds.nbytes + self.prior.nbytes + self.features.nbytes + perms)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    # ------------------------------------------------------------------ one draw
+    def counts(self, c: int, d: int) -> np.ndarray:
+        """N (K, J) of chain c's draw d, in the draw's raw labels (int64)."""
+        k, j = self.shape[2:]
+        flat = self.assignments[c, d].astype(np.int64) * j + self.features
+        return np.bincount(flat, minlength=k * j).reshape(k, j)
+
+    def _perm(self, c: int, d: int) -> np.ndarray | None:
+        if self.permutations is None:
+            return None
+        p = self.permutations[c, d]
+        return None if (p == np.arange(p.size)).all() else p
+
+    def draw(self, c: int, d: int, *, relabelled: bool = True) -> np.ndarray:
+        """θ (K, J) of chain c's draw d: Dirichlet(prior + N) rows from the kept seed; in the relabelled labels
+        unless ``relabelled=False``."""
+        from latentfs.core.random import dirichlet_rows
+
+        conc = self.counts(c, d) + self.prior[c][None, :]
+        theta = dirichlet_rows(conc, np.random.default_rng(int(self.seeds[c, d])))
+        p = self._perm(c, d) if relabelled else None
+        return theta if p is None else theta[p]
+
+    def conditional_mean(self, c: int, d: int) -> np.ndarray:
+        """E[θ | N] (K, J) of chain c's draw d, relabelled: (prior + N) / row sums."""
+        conc = self.counts(c, d) + self.prior[c][None, :]
+        conc /= conc.sum(1, keepdims=True)
+        p = self._perm(c, d)
+        return conc if p is None else conc[p]
+
+    def _pairs(self) -> Iterator[tuple[int, int]]:
+        c, d = self.shape[:2]
+        for i in range(c):
+            for t in range(d):
+                yield i, t
+
+    # ------------------------------------------------------------------ over draws
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.empty(self.shape)
+        for c, d in self._pairs():
+            out[c, d] = self.draw(c, d)
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def mean(self, axis: Any = (0, 1)) -> np.ndarray:
+        """The site's posterior mean over chains and draws, Rao-Blackwellised: the average of E[θ | N] over the kept
+        count states (an unbiased estimate of E[θ | data] with less variance than the draws' average)."""
+        if tuple(np.atleast_1d(axis)) != (0, 1):
+            raise ValueError("count-state draws average over (chain, draw) only")
+        total = np.zeros(self.shape[2:])
+        for c, d in self._pairs():
+            total += self.conditional_mean(c, d)
+        return total / max(1, self.shape[0] * self.shape[1])
+
+    def entries(self, idx: np.ndarray) -> np.ndarray:
+        """The draws' values at the flat entries ``idx`` of the site: (chain, draw, len(idx)), one draw at a time."""
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.empty((*self.shape[:2], idx.size))
+        for c, d in self._pairs():
+            out[c, d] = self.draw(c, d).reshape(-1)[idx]
+        return out
+
+    def matching_rows(self) -> _MatchingRows:
+        """The draws' E[θ | N] as a (chain·draw, K, J) source read in blocks: what relabelling matches."""
+        return _MatchingRows(self)
+
+    def permute(self, perms: np.ndarray) -> None:
+        """Relabel: draw (c, d)'s row k becomes its current row ``perms[c, d, k]`` (composed with earlier ones)."""
+        perms = np.asarray(perms, dtype=np.int64)
+        if perms.shape != (*self.shape[:2], self.n_components):
+            raise ValueError(f"permutations must be shaped {(*self.shape[:2], self.n_components)}; got {perms.shape}")
+        if self.permutations is None:
+            self.permutations = perms.copy()
+        else:
+            self.permutations = np.take_along_axis(self.permutations, perms, axis=-1)
+
+    # ------------------------------------------------------------------ files
+    def parts(self) -> dict[str, np.ndarray]:
+        """The arrays that make the draws again (:meth:`from_parts`): what a result file keeps."""
+        out = {"features": self.features, "assignments": self.assignments, "seeds": self.seeds, "prior": self.prior,
+               "n_components": np.asarray(self.n_components, dtype=np.int64)}
+        if self.permutations is not None:
+            out["permutations"] = self.permutations
+        return out
+
+    @classmethod
+    def from_parts(cls, parts: dict[str, np.ndarray]) -> CountStateDraws:
+        return cls(parts["features"], parts["assignments"], parts["seeds"], parts["prior"],
+                   int(parts["n_components"]), parts.get("permutations"))
+
+
+class _MatchingRows:
+    """A (chain·draw, K, J) view of E[θ | N] per draw, made block by block (:func:`latentfs.core.relabel.
+    relabel_draws` reads it like an array: ``rows[i]`` and ``rows[lo:hi]``)."""
+
+    def __init__(self, source: CountStateDraws) -> None:
+        self.source = source
+        c, d, k, j = source.shape
+        self.shape = (c * d, k, j)
+
+    def _one(self, i: int) -> np.ndarray:
+        d = self.source.shape[1]
+        return self.source.conditional_mean(i // d, i % d)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        if isinstance(key, (int, np.integer)):
+            return self._one(int(key) % self.shape[0])
+        if isinstance(key, slice):
+            ids = range(*key.indices(self.shape[0]))
+            return np.stack([self._one(i) for i in ids]) if len(ids) else np.empty((0, *self.shape[1:]))
+        raise TypeError(f"rows are read by index or slice; got {type(key).__name__}")
