@@ -265,7 +265,8 @@ def lazy_marginal_loglik(post: Any, csr: Any, constants: np.ndarray, models: lis
     ``hypers[c]``) on the documents ``csr`` (their constants, :func:`count_constants`, added), as a callable the
     Posterior evaluates on first use (ArviZ export, ``az.loo``).
 
-    Each draw is scored in its chain's own labels (the Posterior's relabelling undone), where the chain's α
+    Draws kept as count states are made and scored one at a time. Each draw is scored in its chain's own labels
+    (the Posterior's relabelling undone), where the chain's α
     and β apply as they are, so the value does not depend on when it is asked for or on the relabelling (the
     importance sampler gives its random numbers to the components in order).
     """
@@ -274,6 +275,15 @@ def lazy_marginal_loglik(post: Any, csr: Any, constants: np.ndarray, models: lis
     base = int(seed) if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else 0
 
     def compute() -> np.ndarray:
+        site = post._draws["topic_word"]
+        if hasattr(site, "draw"):  # count states: one Θ draw at a time, in its chain's own labels
+            out = np.empty((*site.shape[:2], csr.shape[0]))
+            for c in range(site.shape[0]):
+                alpha, beta, groups = _terms_of(models[c], hypers[c], site.shape[-1])
+                for d in range(site.shape[1]):
+                    out[c, d] = marginal_doc_loglik(site.draw(c, d, relabelled=False), csr, alpha, beta=beta,
+                                                    groups=groups, constants=constants, seed=base)
+            return out
         theta = post.samples("topic_word")
         perms = post.relabel_permutations
         if perms is not None:  # back to each chain's own labels: relabelled[k] = raw[perm[k]]
