@@ -425,14 +425,15 @@ class CollapsedGibbs(EngineSpec):
 
     def collect(self, prep: _Prep, o: Options, chain: _Chain) -> dict[str, Any]:
         h, state, groups = chain.hyper, chain.state, prep.groups
-        conc = (state.word_counts.T + h["gamma"][None, :]).astype(np.float64)  # (K, J)
+        conc = state.word_counts.T + h["gamma"][None, :]  # (K, J), float64
         kept: dict[str, np.ndarray] = {}
         eager_ll = o.log_likelihood and not prep.lazy_ll
         if groups is None:
-            chain.rb_sum += conc / conc.sum(1, keepdims=True)
             seed = _numba_seed(state.draw_generator)
             # Θ is kept as this sweep's count state and drawn on demand from the same seed (module docstring)
             theta = dirichlet_rows(conc, np.random.default_rng(seed)) if eager_ll else None
+            conc /= conc.sum(1, keepdims=True)  # E[Θ | counts], in place: one K × J array a sweep, not three
+            chain.rb_sum += conc
             if "topic_word" in prep.sites:
                 keep_count_state(kept, state.assignment, seed, prep.model.n_components)
         else:
@@ -495,6 +496,8 @@ class CollapsedGibbs(EngineSpec):
             if "gamma" in learning:
                 extras["gamma_trace"] = traces["gamma"]
         count_states = (corpus.words, np.stack([ch.hyper["gamma"] for ch in chains])) if prep.groups is None else None
+        for ch in chains:  # exported: the chains' states and sums are not kept beside the result while it is aligned
+            ch.state = ch.rb_sum = ch.cc_sum = ch.doc_sum = None  # type: ignore[assignment]
         return chain_export(prep, o, outcome, extras=extras, chain_extras={**averaged, **per_chain},
                             count_states=count_states, diagnostics={
             "sweep": "grouped" if prep.groups is not None else o.sweep,
