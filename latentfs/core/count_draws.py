@@ -20,6 +20,7 @@ the class knows only tokens' features, assignments, a prior per chain and seeds.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -96,6 +97,15 @@ class CountStateDraws:
         flat = self.assignments[c, d].astype(np.int64) * j + self.features
         return np.bincount(flat, minlength=k * j).reshape(k, j)
 
+    def _concentration(self, c: int, d: int, perm: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """prior + N (K, J) of chain c's draw d with its rows in the order ``perm`` (None: raw), and its row sums:
+        one compiled pass over the tokens onto the prior (no K × J integer array, no second float array)."""
+        k, j = self.shape[2:]
+        inverse = np.arange(k) if perm is None else np.argsort(perm)
+        out, totals = np.empty((k, j)), np.zeros(k)
+        _kernel()(out, self.prior[c], self.assignments[c, d], self.features, inverse, totals)
+        return out, totals + self.prior[c].sum()
+
     def _perm(self, c: int, d: int) -> np.ndarray | None:
         if self.permutations is None:
             return None
@@ -107,17 +117,16 @@ class CountStateDraws:
         unless ``relabelled=False``."""
         from latentfs.core.random import dirichlet_rows
 
-        conc = self.counts(c, d) + self.prior[c][None, :]
+        conc = self._concentration(c, d, None)[0]  # raw labels: the rows in the order the seed's draw had them
         theta = dirichlet_rows(conc, np.random.default_rng(int(self.seeds[c, d])))
         p = self._perm(c, d) if relabelled else None
         return theta if p is None else theta[p]
 
     def conditional_mean(self, c: int, d: int) -> np.ndarray:
         """E[θ | N] (K, J) of chain c's draw d, relabelled: (prior + N) / row sums."""
-        conc = self.counts(c, d) + self.prior[c][None, :]
-        conc /= conc.sum(1, keepdims=True)
-        p = self._perm(c, d)
-        return conc if p is None else conc[p]
+        conc, totals = self._concentration(c, d, self._perm(c, d))
+        conc /= totals[:, None]
+        return conc
 
     def _pairs(self) -> Iterator[tuple[int, int]]:
         c, d = self.shape[:2]
@@ -177,6 +186,29 @@ class CountStateDraws:
     def from_parts(cls, parts: dict[str, np.ndarray]) -> CountStateDraws:
         return cls(parts["features"], parts["assignments"], parts["seeds"], parts["prior"],
                    int(parts["n_components"]), parts.get("permutations"))
+
+
+def _fill(out, prior, assignment, features, inverse, totals):  # pragma: no cover - compiled
+    """out[k, j] = prior[j] + the tokens of feature j whose component is relabelled k (row ``inverse[z]``);
+    ``totals[k]`` += row k's tokens."""
+    n_rows, n_cols = out.shape
+    out[:] = 0.0
+    for t in range(assignment.size):
+        k = inverse[assignment[t]]
+        out[k, features[t]] += 1.0
+        totals[k] += 1.0
+    for k in range(n_rows):  # the prior added once to the whole count: the rounding of prior + N, as numpy's
+        for j in range(n_cols):
+            out[k, j] += prior[j]
+
+
+@functools.cache
+def _kernel() -> Any:
+    import numba
+
+    from latentfs.core.compiled import jit
+
+    return jit(numba, _fill)
 
 
 class _MatchingRows:
