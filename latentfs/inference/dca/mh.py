@@ -327,10 +327,13 @@ class MetropolisHastings(EngineSpec):
     def collect(self, prep: _Prep, o: Options, chain: _Chain) -> dict[str, Any]:
         state = chain.state
         conc = state.word_counts.T + prep.hyper["gamma"][None, :]  # (K, J)
-        chain.rb_sum += conc / conc.sum(1, keepdims=True)
+        seed = _numba_seed(state.draw_generator)
+        eager_ll = o.log_likelihood and "topic_word" not in prep.sites
+        theta = dirichlet_rows(conc, np.random.default_rng(seed)) if eager_ll else None
+        conc /= conc.sum(1, keepdims=True)  # E[Θ | counts], in place: one K × J array a sweep
+        chain.rb_sum += conc
         chain.cc_sum += state.doc_counts
         chain.kept += 1
-        seed = _numba_seed(state.draw_generator)
         kept: dict[str, np.ndarray] = {}
         if "topic_word" in prep.sites:  # Θ kept as this sweep's count state, drawn on demand from the same seed
             keep_count_state(kept, state.assignment, seed, prep.model.n_components)
@@ -339,8 +342,7 @@ class MetropolisHastings(EngineSpec):
                                        prep.t_hyper, state.draw_generator)
             chain.doc_sum += latent.numpy()
             kept[prep.model.doc_site] = latent.numpy()
-        if o.log_likelihood and "topic_word" not in prep.sites:  # Θ is not kept: the marginal of this draw now
-            theta = dirichlet_rows(conc, np.random.default_rng(seed))
+        if eager_ll and theta is not None:  # Θ is not kept: the marginal of this draw now
             kept["_loglik"] = draw_marginal_loglik(prep.model, prep.data, theta, prep.t_hyper, o.seed)
         return kept
 
@@ -352,13 +354,16 @@ class MetropolisHastings(EngineSpec):
         wrap_count_states(draws, (prep.corpus.words, prior), prep.model.n_components)
         proposals = np.stack([ch.state.proposals for ch in chains]).astype(np.float64)
         counts = prep.data.counts
+        means = _chain_means(prep, chains)
+        for ch in chains:  # exported: the chains' states and sums are not kept beside the result while it is aligned
+            ch.state = ch.rb_sum = ch.cc_sum = ch.doc_sum = None  # type: ignore[assignment]
         return Export(
             dims=prep.dims,
             coords=prep.coords,
             draws=draws,
             # each chain's running means, in its own labels until after_align permutes and averages them
             extras={"kept_documents": counts.kept_documents, "doc_lengths": counts.doc_lengths,
-                    **_chain_means(prep, chains)},
+                    **means},
             log_likelihood=loglik,
             diagnostics={
                 "num_draws": outcome.n_draws,
