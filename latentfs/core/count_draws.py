@@ -55,8 +55,10 @@ class CountStateDraws:
 
     def __init__(self, features: np.ndarray, assignments: np.ndarray, seeds: np.ndarray, prior: np.ndarray,
                  n_components: int, permutations: np.ndarray | None = None) -> None:
-        self.features = np.ascontiguousarray(features, dtype=np.int64)
+        self.features = np.ascontiguousarray(features)  # the sampler's own integer type (int32): not copied
         self.assignments = np.asarray(assignments)
+        if self.features.dtype.kind not in "iu":
+            raise ValueError(f"features must be integers; got {self.features.dtype}")
         self.seeds = np.asarray(seeds, dtype=np.int64)
         self.prior = np.asarray(prior, dtype=np.float64)
         self.n_components = int(n_components)

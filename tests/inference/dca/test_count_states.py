@@ -122,7 +122,8 @@ def test_memory_kept_does_not_grow_with_the_vocabulary_per_draw() -> None:
     site = post._draws["topic_word"]
     tokens = int(X.sum())
     assert site.assignments.nbytes == 2 * 8 * tokens
-    assert site.nbytes == site.assignments.nbytes + site.seeds.nbytes + site.prior.nbytes + 8 * tokens + \
+    assert site.features.dtype == np.int32  # the sampler's token words, not copied to a wider type
+    assert site.nbytes == site.assignments.nbytes + site.seeds.nbytes + site.prior.nbytes + 4 * tokens + \
         site.permutations.nbytes
     assert assignment_dtype(256) == np.uint8 and assignment_dtype(257) == np.uint16
     assert assignment_dtype(70_000) == np.uint32
