@@ -163,9 +163,12 @@ def wrap_count_states(draws: dict[str, Any], count_states: tuple[np.ndarray, np.
     from latentfs.core.count_draws import CountStateDraws
 
     seeds = draws.pop("_topic_word_seed", None)
-    if seeds is not None and count_states is not None:
-        words, prior = count_states
-        draws["topic_word"] = CountStateDraws(words, draws["topic_word"], seeds, prior, n_components)
+    if seeds is None:
+        return
+    if count_states is None:  # assignments alone are not Θ: never hand them on as its draws
+        raise RuntimeError("the sweeps kept topic_word as count states, but its words and γ were not given")
+    words, prior = count_states
+    draws["topic_word"] = CountStateDraws(words, draws["topic_word"], seeds, prior, n_components)
 
 
 def lazy_pointwise_loglik(post: Any, prep: Any, o: Options, models: list[Any], hypers: list[Any]) -> None:
