@@ -155,10 +155,11 @@ class CountStateDraws:
 
     def entries(self, idx: np.ndarray) -> np.ndarray:
         """The draws' values at the flat entries ``idx`` of the site: (chain, draw, len(idx)), one draw at a time."""
-        idx = np.asarray(idx, dtype=np.int64)
-        out = np.empty((*self.shape[:2], idx.size))
+        rows, cols = np.divmod(np.asarray(idx, dtype=np.int64), self.shape[3])
+        out = np.empty((*self.shape[:2], rows.size))
         for c, d in self._pairs():
-            out[c, d] = self.draw(c, d).reshape(-1)[idx]
+            p = self._perm(c, d)  # relabelled row k is the raw draw's row p[k]: read there, no permuted copy
+            out[c, d] = self.draw(c, d, relabelled=False)[rows if p is None else p[rows], cols]
         return out
 
     def matching_rows(self) -> _MatchingRows:

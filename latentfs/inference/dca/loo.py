@@ -275,8 +275,10 @@ def lazy_marginal_loglik(post: Any, csr: Any, constants: np.ndarray, models: lis
     base = int(seed) if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) else 0
 
     def compute() -> np.ndarray:
+        from latentfs.core.count_draws import CountStateDraws
+
         site = post._draws["topic_word"]
-        if hasattr(site, "draw"):  # count states: one Θ draw at a time, in its chain's own labels
+        if isinstance(site, CountStateDraws):  # count states: one Θ draw at a time, in its chain's own labels
             out = np.empty((*site.shape[:2], csr.shape[0]))
             for c in range(site.shape[0]):
                 alpha, beta, groups = _terms_of(models[c], hypers[c], site.shape[-1])
