@@ -21,7 +21,8 @@ worker, documents added, trained until it reaches latentfs's held-out), and the 
 
 ``--whole-seeds N``: the default whole call over seeds 0..N−1, tomotopy seeded alike, with the median ratio (one
 seed says little: both sides' held-out spreads over seeds by more than the gaps compared).
-``--whole-corpus news20`` runs ``--whole`` / ``--whole-seeds`` / ``--threads`` on the 2.4M-token corpus instead of sim50.
+``--whole-corpus news20`` (or ``sim20m``) runs ``--whole`` / ``--whole-seeds`` / ``--threads`` on the 2.4M-token corpus (or
+a 20M-token one, 100,000 documents × 50,000 words) instead of sim50.
 
 ``--threads``: engine-only speed and held-out of the document-partitioned sweep, ``n_threads`` 1 against 2,
 wall clock (medians over 25-sweep chunks), same seeds.
@@ -82,6 +83,34 @@ def simulate_dm(n_docs: int, n_words: int, k_true: int, mean_len: float, alpha: 
     return X, theta
 
 
+def simulate_dm_chunked(n_docs, n_words, k_true, mean_len, alpha, gamma, seed=0, chunk=5000):
+    """The generative process of :func:`simulate_dm` with memory O(tokens) (20M tokens would need a tokens × K
+    table there): Θ as there, then per chunk of documents m_i ~ Dir(α), the component counts ~ Mult(L_i, m_i),
+    and each component's words drawn from Θ_k by inverse CDF."""
+    rng = np.random.default_rng(seed)
+    log_g = np.log(rng.gamma(gamma + 1, size=(k_true, n_words))) + np.log(rng.random((k_true, n_words))) / gamma
+    theta = np.exp(log_g - log_g.max(1, keepdims=True))
+    theta /= theta.sum(1, keepdims=True)
+    cdf = np.cumsum(theta, 1)
+    cdf /= cdf[:, -1:]
+    parts = []
+    for lo in range(0, n_docs, chunk):
+        n = min(chunk, n_docs - lo)
+        lengths = 1 + rng.poisson(mean_len - 1, size=n)
+        comp = rng.multinomial(lengths, rng.dirichlet(np.full(k_true, alpha), size=n))
+        rows, cols = [], []
+        for k in range(k_true):
+            n_k = int(comp[:, k].sum())
+            if n_k:
+                rows.append(np.repeat(np.arange(n), comp[:, k]))
+                cols.append(np.searchsorted(cdf[k], rng.random(n_k), side="right").clip(max=n_words - 1))
+        part = sp.csr_matrix((np.ones(sum(r.size for r in rows)), (np.concatenate(rows), np.concatenate(cols))),
+                             shape=(n, n_words))
+        part.sum_duplicates()
+        parts.append(part)
+    return sp.csr_matrix(sp.vstack(parts)), theta
+
+
 def load_corpus(name: str, quick: bool):
     if name == "sim50":
         # DirichletDCA itself (the Pyro model) draws this one.
@@ -98,6 +127,11 @@ def load_corpus(name: str, quick: bool):
         n_docs, n_words = (2000, 20000) if quick else (11000, 60000)
         X, theta = simulate_dm(n_docs, n_words, 50, 218, 0.1, 0.01, seed=2)
         return X, theta, f"DM simulated, K_true=50, α=0.1, γ=0.01, {n_docs} docs × {n_words} words, mean length 218"
+    if name == "sim20m":
+        n_docs, n_words = (5000, 20000) if quick else (100_000, 50_000)
+        X, theta = simulate_dm_chunked(n_docs, n_words, 50, 200, 0.1, 0.01, seed=3)
+        return X, theta, (f"DM simulated in chunks, K_true=50, α=0.1, γ=0.01, {n_docs} docs × {n_words} words, "
+                          "mean length 200")
     raise SystemExit(f"unknown corpus {name!r}")
 
 
@@ -308,8 +342,9 @@ def main() -> None:
                     "(chains in threads)")
     ap.add_argument("--whole-seeds", type=int, default=0, help="default whole calls over this many seeds on both "
                     "sides (latentfs and tomotopy seeded alike), on sim50 at --ks")
-    ap.add_argument("--whole-corpus", default="sim50", choices=["sim50", "news20"], help="the corpus of --whole, "
-                    "--whole-seeds and --threads (news20: the simulated 2.4M-token, 60,000-word corpus)")
+    ap.add_argument("--whole-corpus", default="sim50", choices=["sim50", "news20", "sim20m"],
+                    help="the corpus of --whole, --whole-seeds and --threads (news20: the simulated 2.4M-token, "
+                    "60,000-word corpus; sim20m: 20M tokens, 100,000 documents × 50,000 words)")
     ap.add_argument("--threads", action="store_true", help="engine-only n_threads 1 vs 2 on --whole-corpus at --ks")
     ap.add_argument("--out", default=None, help="write the --whole / --threads tables here")
     args = ap.parse_args()
