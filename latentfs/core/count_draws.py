@@ -137,11 +137,54 @@ class CountStateDraws:
                 yield i, t
 
     # ------------------------------------------------------------------ over draws
+    def values_bytes(self, n_draws: int | None = None) -> int:
+        """Bytes of ``n_draws`` draws made as float64 values (all of them when None)."""
+        n = self.shape[0] * self.shape[1] if n_draws is None else int(n_draws)
+        return n * self.shape[2] * self.shape[3] * 8
+
+    def check_values_memory(self, n_draws: int | None, what: str) -> None:
+        """A DataError when ``n_draws`` draws made as values (all when None) would take more than half the memory
+        available now (:func:`latentfs.core.memory.available_memory`): the caller would otherwise be killed by the
+        operating system, losing the fit, rather than told."""
+        from latentfs.core import memory
+        from latentfs.core.data import DataError
+
+        need = self.values_bytes(n_draws)
+        avail = memory.available_memory()
+        if avail is None or need <= avail / 2:
+            return
+        n = self.shape[0] * self.shape[1] if n_draws is None else int(n_draws)
+        k, j = self.shape[2:]
+        raise DataError(
+            f"{what}: making {n} draws of this ({k} × {j}) site as float64 values needs {memory._gib(need)} "
+            f"({n} draws × {k} × {j} × 8 bytes), over half the memory available now ({memory._gib(avail)}); the fit "
+            f"keeps them as count states in {memory._gib(self.nbytes)}. Read the draws a block at a time "
+            "(result.draw_blocks(site)), or use result.mean(site) (the Rao-Blackwellised mean), result.summary() or "
+            "the feature weights, which read them in blocks; or refit with fewer num_samples."
+        )
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        self.check_values_memory(None, "every draw at once (np.asarray, result.samples, the ArviZ export)")
         out = np.empty(self.shape)
         for c, d in self._pairs():
             out[c, d] = self.draw(c, d)
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def flat_draws(self, lo: int, hi: int) -> np.ndarray:
+        """The draws lo … hi − 1 of the flattened (chain · draw) axis, (hi − lo, K, J), relabelled."""
+        d = self.shape[1]
+        out = np.empty((max(0, hi - lo), *self.shape[2:]))
+        for i, s in enumerate(range(lo, hi)):
+            out[i] = self.draw(s // d, s % d)
+        return out
+
+    def columns(self, cols: np.ndarray) -> np.ndarray:
+        """Every draw's values at the columns ``cols``: (chain, draw, K, len(cols)), one draw made at a time."""
+        cols = np.asarray(cols, dtype=np.int64)
+        out = np.empty((*self.shape[:3], cols.size))
+        for c, d in self._pairs():
+            out[c, d] = self.draw(c, d)[:, cols]
+        return out
 
     def mean(self, axis: Any = (0, 1)) -> np.ndarray:
         """The site's posterior mean over chains and draws, Rao-Blackwellised: the average of E[θ | N] over the kept

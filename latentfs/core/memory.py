@@ -68,7 +68,8 @@ def check_draw_memory(
         avail = available_memory()
         budget = None if avail is None else avail / 2
     if budget is not None and total > budget:
-        sizes = ", ".join(f"{k} {_gib(np.asarray(v).nbytes * num_chains * num_samples)}" for k, v in sample.items())
+        sizes = ", ".join(f"{k} {_gib(np.asarray(v).nbytes * num_chains * num_samples)}" for k, v in sample.items()
+                          if not k.startswith("_"))  # internal bookkeeping (a draw's seed) is counted, not named
         raise DataError(
             f"{desc}: the requested draws need {_gib(total)} ({num_chains} chains × {num_samples} draws × "
             f"{per_draw / 2**20:.2f} MiB a draw: {sizes}), over the memory budget of {_gib(budget)}. Ask for "

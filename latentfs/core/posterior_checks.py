@@ -239,35 +239,67 @@ class ConvergenceMixin:
         _check_level(level)
         rows = []
         for site in self._site_list(sites, self.sites):
-            x = self.samples(site)
-            flat = x.reshape(x.shape[0], x.shape[1], -1)
-            mean = flat.mean(axis=(0, 1))
-            if flat.shape[0] * flat.shape[1] < 2:
-                # A point estimate: no spread and no interval to report.
-                sd = lo = hi = np.full(flat.shape[2], np.nan)
-            else:
-                lo, hi = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=(0, 1))
-                sd = flat.std(axis=(0, 1), ddof=1)
-            nan = np.full(flat.shape[2], np.nan)
+            shape, (mean, sd, lo, hi) = _entry_moments(self, site, level)
+            flat_shape = (shape[0], shape[1], int(np.prod(shape[2:])))
+            nan = np.full(flat_shape[2], np.nan)
             rh, bulk, tail = nan, nan, nan
             sampled = site in self._draws
             if sampled:
                 conv = self._site_convergence(site)
-                if conv["entries"].size == flat.shape[2]:
+                if conv["entries"].size == flat_shape[2]:
                     rh, bulk, tail = conv["r_hat"], conv["ess_bulk"], conv["ess_tail"]
             kind = self.kind(site)
-            if flat.shape[2] <= max_entries:
-                names = _entry_names(site, x.shape[2:], self.dims.get(site, ()), self.coords)
+            if flat_shape[2] <= max_entries:
+                names = _entry_names(site, shape[2:], self.dims.get(site, ()), self.coords)
                 for i, name in enumerate(names):
                     rows.append((name, kind, mean[i], sd[i], lo[i], hi[i], bulk[i], tail[i], rh[i]))
             else:
                 if sampled:
                     rh, bulk, tail = conv["r_hat"], conv["ess_bulk"], conv["ess_tail"]
-                rows.append((f"{site}[{flat.shape[2]} entries]", kind, mean.mean(), sd.mean(), lo.mean(), hi.mean(),
+                rows.append((f"{site}[{flat_shape[2]} entries]", kind, mean.mean(), sd.mean(), lo.mean(), hi.mean(),
                              _nan_reduce(np.nanmin, bulk), _nan_reduce(np.nanmin, tail), _nan_reduce(np.nanmax, rh)))
         lo_name, hi_name = f"q{(1 - level) / 2 * 100:g}", f"q{(1 + level) / 2 * 100:g}"
         columns = ["entry", "kind", "mean", "sd", lo_name, hi_name, "ess_bulk", "ess_tail", "r_hat"]
         return pd.DataFrame(rows, columns=columns).set_index("entry")
+
+
+def _moments(flat: np.ndarray, level: float) -> tuple[np.ndarray, ...]:
+    """Per entry of ``flat`` (chain, draw, entries): mean, sd (ddof = 1) and the equal-tailed interval; a point
+    estimate (one draw) has no spread and no interval (NaN)."""
+    mean = flat.mean(axis=(0, 1))
+    if flat.shape[0] * flat.shape[1] < 2:
+        sd = lo = hi = np.full(flat.shape[2], np.nan)
+    else:
+        lo, hi = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=(0, 1))
+        sd = flat.std(axis=(0, 1), ddof=1)
+    return mean, sd, lo, hi
+
+
+def _entry_moments(post: Any, site: str, level: float) -> tuple[tuple[int, ...], tuple[np.ndarray, ...]]:
+    """(the draws' shape, (mean, sd, lower, upper) per flat entry) of a site for :meth:`ConvergenceMixin.summary`.
+
+    A site kept as count states whose draws, made as values, would take more than an eighth of the memory
+    available now is read a block of columns at a time (every draw made once per block, the block's
+    columns kept): the same numbers per entry in bounded memory, at the price of making the draws again for
+    every block."""
+    x = post._draws.get(site)
+    if isinstance(x, CountStateDraws):
+        from latentfs.core import memory
+
+        avail = memory.available_memory()
+        limit = None if avail is None else avail / 8
+        if limit is not None and x.values_bytes() > limit:
+            c, d, k, j = x.shape
+            width = max(1, int(min(2**28, limit) // (c * d * k * 8)))
+            parts = [np.empty((k, j)) for _ in range(4)]
+            for j0 in range(0, j, width):
+                cols = np.arange(j0, min(j, j0 + width))
+                block = _moments(x.columns(cols).reshape(c, d, -1), level)
+                for part, values in zip(parts, block, strict=True):
+                    part[:, cols] = values.reshape(k, cols.size)
+            return x.shape, tuple(p.reshape(-1) for p in parts)
+    values = post.samples(site)
+    return values.shape, _moments(values.reshape(values.shape[0], values.shape[1], -1), level)
 
 
 def _check_level(level: Any) -> float:

@@ -9,7 +9,7 @@ never unpickles.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +258,48 @@ class Posterior(AlignMixin, ConvergenceMixin, PersistenceMixin, HtmlMixin):
         if spec["family"] == "point":
             return np.asarray(params["value"])[None, None]
         return _FAMILIES[spec["family"]]["sample"](params, int(num_draws), rng)[None]
+
+    def draw_blocks(
+        self, site: str, *, max_bytes: float | None = None, num_draws: int = 200, seed: int = 0
+    ) -> Iterator[np.ndarray]:
+        """The draws of :meth:`samples`, chains after one another, as blocks ``(n, *site_shape)`` of at most
+        ``max_bytes`` each (at least one draw a block): how to read a large site without holding every draw.
+
+        A site kept as count states makes only the block's draws (the same values as :meth:`samples`); stored
+        draws are sliced, not copied. The default ``max_bytes`` is 256 MiB or an eighth of the memory available
+        now, whichever is smaller. A fitted distribution or a point gives :meth:`samples`'s draws in one block.
+
+        Examples
+        --------
+        >>> import latentfs
+        >>> model = latentfs.DirichletDCA(2)
+        >>> X = model.simulate(n_documents=20, n_features=8, doc_length=30, seed=0)["counts"]
+        >>> result = latentfs.fit(model, X, method="collapsed_gibbs", num_warmup=10, num_samples=4, seed=0,
+        ...                       warn=False)
+        >>> [b.shape for b in result.draw_blocks("topic_word", max_bytes=3 * 2 * 8 * 8)]
+        [(3, 2, 8), (3, 2, 8), (2, 2, 8)]
+        """
+        self._check_site(site)
+        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, float))
+                                      or not max_bytes > 0):
+            raise DataError(f"max_bytes must be a positive number of bytes; got {max_bytes!r}. Pass e.g. 2**28.")
+        if site not in self._draws:
+            x = self.samples(site, num_draws, seed=seed)
+            yield x.reshape(-1, *x.shape[2:])
+            return
+        x = self._draws[site]
+        n = int(x.shape[0] * x.shape[1])
+        per_draw = max(1, int(np.prod(x.shape[2:])) * 8)
+        if max_bytes is None:
+            from latentfs.core import memory
+
+            avail = memory.available_memory()
+            max_bytes = 2**28 if avail is None else min(2**28, avail / 8)
+        step = max(1, int(max_bytes // per_draw))
+        flat = None if isinstance(x, CountStateDraws) else np.asarray(x).reshape(n, *x.shape[2:])
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            yield x.flat_draws(lo, hi) if flat is None else flat[lo:hi]
 
     def mean(self, site: str) -> np.ndarray:
         """Posterior mean of ``site`` (over chains and draws, or of the fitted distribution). A site kept as count

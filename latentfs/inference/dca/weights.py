@@ -15,6 +15,7 @@ posterior q), so the draws give an equal-tailed credible band and the score is t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -37,29 +38,31 @@ def _doc_site(result: Posterior) -> str:
     )
 
 
-def _draws(result: Posterior, num_draws: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Flattened draws of Θ (S, K, J) and of the component shares π (S, K).
+def _draw_blocks(result: Posterior, num_draws: int, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Draws of Θ (s, K, J) and of the component shares π (s, K), a block of draws at a time
+    (:meth:`~latentfs.core.results.Posterior.draw_blocks`: a sampler's count states are made into values one block
+    at a time, so a large fit's weights never hold every draw of Θ).
 
     A sampler that kept no per-document draws (the default ``store``) has the relabelled running means of
     the document site instead; π then comes from them, the same for every draw of Θ (the band reflects Θ's
     uncertainty, not π's)."""
     if "topic_word" in result.sites and not any(s in result.sites for s in ("doc_topic", "doc_scores")):
-        theta = result.samples("topic_word", num_draws, seed=seed)
-        theta = theta.reshape(-1, *theta.shape[2:])
         for name in ("component_counts", "doc_topic_mean", "doc_scores_mean"):
             running = result.extras.get(name)
             if running is not None and running.ndim == 2:
                 doc = running[None] if name != "component_counts" else running[None] / np.maximum(
                     running.sum(-1, keepdims=True)[None], _TINY)
                 pi = component_shares(result, doc)
-                return theta, np.repeat(pi, theta.shape[0], axis=0)
+                for theta in result.draw_blocks("topic_word", num_draws=num_draws, seed=seed):
+                    yield theta, np.repeat(pi, theta.shape[0], axis=0)
+                return
     site = _doc_site(result)
     theta = result.samples("topic_word", num_draws, seed=seed)
     doc = result.samples(site, num_draws, seed=seed + 1)
     theta = theta.reshape(-1, *theta.shape[2:])
     doc = doc.reshape(-1, *doc.shape[2:])
     n = min(theta.shape[0], doc.shape[0])
-    return theta[:n], component_shares(result, doc[:n])
+    yield theta[:n], component_shares(result, doc[:n])
 
 
 def component_shares(result: Posterior, doc_draws: np.ndarray) -> np.ndarray:
@@ -96,13 +99,16 @@ def word_relevance(
     """
     if not 0 <= lam <= 1:
         raise DataError(f"lam must lie in [0, 1]; got {lam}.")
-    theta, pi = _draws(result, num_draws, seed)
-    K = theta.shape[1]
-    if isinstance(component, bool) or not isinstance(component, (int, np.integer)) or not 0 <= component < K:
-        raise DataError(f"component must be an integer in [0, {K - 1}]; got {component!r}.")
-    marginal = np.einsum("sk,skj->sj", pi, theta)
-    t = theta[:, component]
-    scores = lam * np.log(np.maximum(t, _TINY)) + (1 - lam) * np.log(np.maximum(t, _TINY) / np.maximum(marginal, _TINY))
+    blocks = []
+    for theta, pi in _draw_blocks(result, num_draws, seed):
+        K = theta.shape[1]
+        if isinstance(component, bool) or not isinstance(component, (int, np.integer)) or not 0 <= component < K:
+            raise DataError(f"component must be an integer in [0, {K - 1}]; got {component!r}.")
+        marginal = np.einsum("sk,skj->sj", pi, theta)
+        t = theta[:, component]
+        blocks.append(lam * np.log(np.maximum(t, _TINY))
+                      + (1 - lam) * np.log(np.maximum(t, _TINY) / np.maximum(marginal, _TINY)))
+    scores = np.concatenate(blocks)
     return FeatureWeights(
         scores.mean(0),
         method="dca.word_relevance",
@@ -127,14 +133,17 @@ def word_importance(result: Posterior, *, num_draws: int = 200, seed: int = 0) -
     """
     import torch
 
-    theta, pi = _draws(result, num_draws, seed)
-    # torch, in place: its vectorised log is 2-3x numpy's here, and the (draws, K, J) arrays are the demo's largest
-    p = torch.from_numpy(np.ascontiguousarray(pi, dtype=np.float64))
-    cond = torch.from_numpy(np.array(theta, dtype=np.float64)).mul_(p[:, :, None])  # P(k, j)
-    marginal = cond.sum(1)  # p_j
-    cond.div_(marginal.clamp_min(_TINY)[:, None, :])  # P(k | j)
-    log_ratio = cond.clamp_min(_TINY).log_().sub_(p.clamp_min(_TINY).log()[:, :, None])
-    scores = (marginal * log_ratio.mul_(cond).sum(1)).numpy()
+    blocks = []
+    for theta, pi in _draw_blocks(result, num_draws, seed):
+        # torch, in place: its vectorised log is 2-3x numpy's here, and the (draws, K, J) arrays are the demo's
+        # largest
+        p = torch.from_numpy(np.ascontiguousarray(pi, dtype=np.float64))
+        cond = torch.from_numpy(np.array(theta, dtype=np.float64)).mul_(p[:, :, None])  # P(k, j)
+        marginal = cond.sum(1)  # p_j
+        cond.div_(marginal.clamp_min(_TINY)[:, None, :])  # P(k | j)
+        log_ratio = cond.clamp_min(_TINY).log_().sub_(p.clamp_min(_TINY).log()[:, :, None])
+        blocks.append((marginal * log_ratio.mul_(cond).sum(1)).numpy())
+    scores = np.concatenate(blocks)
     return FeatureWeights(
         scores.mean(0),
         method="dca.word_importance",
