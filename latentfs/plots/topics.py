@@ -93,8 +93,20 @@ def topic_summary(
     if kind == "distribution" and result.fitted_params("topic_word")["family"] == "dirichlet":
         conc = np.asarray(result.fitted_params("topic_word")["concentration"], dtype=np.float64)
         beta = (conc, conc.sum(-1, keepdims=True) - conc)
-    elif kind != "point":
-        draws = result.samples("topic_word", num_draws, seed=seed).reshape(-1, K, J)
+    tops = {}
+    for k in comps:
+        if lam == 1:  # relevance with λ = 1 ranks by the word's probability in the component
+            relevance = theta_mean[k]
+        else:
+            relevance = latentfs.word_relevance(result, k, lam=lam, num_draws=num_draws, seed=seed).scores
+        tops[k] = np.argsort(-relevance, kind="stable")[:n_words][::-1]
+    if beta is None and kind != "point":
+        # only the drawn entries' draws, read a block of draws at a time: a sampler's count states are never
+        # all made into values at once (a large fit's Θ draws need not fit in memory)
+        entries = np.unique(np.concatenate([k * J + tops[k] for k in comps]))
+        draws = np.concatenate([block.reshape(block.shape[0], -1)[:, entries] for block in
+                                result.draw_blocks("topic_word", num_draws=num_draws, seed=seed)])
+        where = {int(e): i for i, e in enumerate(entries)}
     lengths = result.extras.get("doc_lengths")
     weights = doc * (lengths[:, None] if lengths is not None and result.model == "DirichletDCA" else 1.0)
     share = weights.sum(0) / weights.sum()
@@ -108,11 +120,7 @@ def topic_summary(
     for ax in axes.ravel()[len(comps):]:
         ax.remove()
     for ax, k in zip(axes.ravel(), comps, strict=False):
-        if lam == 1:  # relevance with λ = 1 ranks by the word's probability in the component
-            relevance = theta_mean[k]
-        else:
-            relevance = latentfs.word_relevance(result, k, lam=lam, num_draws=num_draws, seed=seed).scores
-        top = np.argsort(-relevance, kind="stable")[:n_words][::-1]
+        top = tops[k]
         y = np.arange(top.size)
         mean = theta_mean[k, top]
         if beta is not None:
@@ -122,7 +130,8 @@ def topic_summary(
             lo, hi = beta_dist.ppf((1 - level) / 2, a_k, b_k), beta_dist.ppf((1 + level) / 2, a_k, b_k)
             ax.hlines(y, lo, hi, color="tab:blue", lw=2.5, alpha=0.45)
         elif draws is not None:
-            lo, hi = np.quantile(draws[:, k, top], [(1 - level) / 2, (1 + level) / 2], axis=0)
+            cols = [where[k * J + int(j)] for j in top]
+            lo, hi = np.quantile(draws[:, cols], [(1 - level) / 2, (1 + level) / 2], axis=0)
             ax.hlines(y, lo, hi, color="tab:blue", lw=2.5, alpha=0.45)
         ax.plot(mean, y, "o", color="tab:blue", ms=4)
         ax.set_yticks(y, [names[j] for j in top], fontsize=8)

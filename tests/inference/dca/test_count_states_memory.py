@@ -98,3 +98,25 @@ def test_the_memory_message_names_only_the_users_sites(monkeypatch) -> None:
         latentfs.fit(model, X, method="collapsed_gibbs", seed=0, num_warmup=5, num_samples=100, memory_budget=100_000,
                      warn=False)
     assert "topic_word" in str(err.value) and "_topic_word_seed" not in str(err.value)
+
+
+def test_topic_summary_bands_come_from_the_draws_read_in_blocks(monkeypatch) -> None:
+    """The plot's bands are the draws' quantiles at the drawn words, the same under a tight memory."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from latentfs import plots
+
+    post = _fit("collapsed_gibbs")
+    draws = post.samples("topic_word").reshape(-1, 3, 25)
+    _tight(monkeypatch, post, 5)
+    fig = plots.topic_summary(post, n_words=4)
+    for k, ax in enumerate(fig.axes):
+        segments = ax.collections[0].get_segments()  # one horizontal bar per word, bottom to top
+        top = np.argsort(-post.mean("topic_word")[k], kind="stable")[:4][::-1]
+        lo, hi = np.quantile(draws[:, k, top], [0.05, 0.95], axis=0)
+        np.testing.assert_allclose([s[0][0] for s in segments], lo, rtol=1e-12)
+        np.testing.assert_allclose([s[1][0] for s in segments], hi, rtol=1e-12)
+    plt.close(fig)
