@@ -279,9 +279,9 @@ def _entry_moments(post: Any, site: str, level: float) -> tuple[tuple[int, ...],
     """(the draws' shape, (mean, sd, lower, upper) per flat entry) of a site for :meth:`ConvergenceMixin.summary`.
 
     A site kept as count states whose draws, made as values, would take more than an eighth of the memory
-    available now is read a block of columns at a time (every draw made once per block, the block's
-    columns kept): the same numbers per entry in bounded memory, at the price of making the draws again for
-    every block."""
+    available now is read in blocks of columns of at most that size (every draw made once per block, the block's
+    columns kept; np.quantile's copy of a block makes the peak about a quarter of what is available): the same
+    numbers per entry in bounded memory, at the price of making the draws again for every block."""
     x = post._draws.get(site)
     if isinstance(x, CountStateDraws):
         from latentfs.core import memory
@@ -290,7 +290,7 @@ def _entry_moments(post: Any, site: str, level: float) -> tuple[tuple[int, ...],
         limit = None if avail is None else avail / 8
         if limit is not None and x.values_bytes() > limit:
             c, d, k, j = x.shape
-            width = max(1, int(min(2**28, limit) // (c * d * k * 8)))
+            width = max(1, int(limit // (c * d * k * 8)))  # as wide as allowed: each block makes every draw again
             parts = [np.empty((k, j)) for _ in range(4)]
             for j0 in range(0, j, width):
                 cols = np.arange(j0, min(j, j0 + width))
