@@ -107,7 +107,7 @@ def _check_online_options(
     model: Any, tau0: Any, kappa: Any, total_documents: Any, theta_update: Any, doc_max_iter: Any, doc_tol: Any
 ) -> None:
     _check_online_model(model)
-    check_float("tau0", tau0, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 1.0.")
+    check_float("tau0", tau0, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 4.0.")
     check_float(
         "kappa",
         kappa,
@@ -128,7 +128,7 @@ def online_vb_init(
     n_features: int,
     *,
     total_documents: int,
-    tau0: float = 1.0,
+    tau0: float = 4.0,
     kappa: float = 0.7,
     theta_update: str = "full",
     seed: int | None = None,
@@ -142,8 +142,8 @@ def online_vb_init(
     Examples
     --------
     >>> state = online_vb_init(DirichletDCA(2), 12, total_documents=100)
-    >>> state.step_size()  # ρ_0 = (1 + 0)^−0.7
-    1.0
+    >>> round(state.step_size(), 4)  # ρ_0 = (4 + 0)^−0.7
+    0.3789
     """
     _check_online_options(model, tau0, kappa, total_documents, theta_update, doc_max_iter, doc_tol)
     check_int("total_documents", total_documents, low=1, remedy="Pass the number of documents in the corpus.")
@@ -225,7 +225,7 @@ def _batch_counts(batch: Any, n_features: int) -> CountMatrix:
 
 def _tau0_option(name: str, value: Any) -> float:
     return float(
-        check_float(name, value, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 1.0.")
+        check_float(name, value, 0.0, remedy="τ0 ≥ 0 down-weights the first batches (Hoffman et al. 2010); try 4.0.")
     )
 
 
@@ -292,7 +292,10 @@ class DCAOnlineVB(EngineSpec):
         Passes over a matrix or a list of batches (an iterator allows 1).
     tau0, kappa : float
         Step sizes ρ_t = (τ0 + t)^(−κ), τ0 ≥ 0, κ ∈ (0.5, 1] (Hoffman et al. 2010). With τ0 = 1 the first
-        batch's statistics replace the random start entirely (ρ_0 = 1).
+        batch's statistics would replace the random start entirely (ρ_0 = 1) and the next ones nearly so; the
+        default τ0 = 4 (ρ_0 = 0.38) was chosen by measurement: after one pass it was best of τ0 ∈ {1, 2, 4, 8,
+        16, 64, 256} on three simulated corpus shapes, two seeds each, and above gensim's one-pass held-out on
+        all three, where τ0 = 1 was below it on all three (``benchmarks/dca_online_schedule.py``).
     total_documents : int, optional
         D, to which each batch's statistics are scaled (``× D/|B|``); by default the number of rows of a
         matrix or of a list of batches; required for an iterator.
@@ -341,7 +344,7 @@ class DCAOnlineVB(EngineSpec):
     options = {
         "batch_size": Option(256, _int_option, "int ≥ 1", "rows per mini-batch when X is a matrix"),
         "n_passes": Option(1, _int_option, "int ≥ 1", "passes over a matrix or a list of mini-batches"),
-        "tau0": Option(1.0, _tau0_option, "float ≥ 0", "τ0 of the step size ρ_t = (τ0 + t)^(−κ)"),
+        "tau0": Option(4.0, _tau0_option, "float ≥ 0", "τ0 of the step size ρ_t = (τ0 + t)^(−κ)"),
         "kappa": Option(0.7, _kappa_option, "float in (0.5, 1]", "κ of the step size ρ_t = (τ0 + t)^(−κ)"),
         "total_documents": Option(
             None,

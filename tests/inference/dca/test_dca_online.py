@@ -25,8 +25,10 @@ def test_online_vb_reaches_batch_held_out_quality(planted):
     train, test = planted
     batch = latentfs.fit(DirichletDCA(K, alpha=0.2), train, method="vb", theta_update="full", seed=0, max_iter=300,
                          warn=False, num_ll_draws=0)
+    # τ0 = 1: with 7 batches a pass the first steps must be large (ρ_0 = 1); the default τ0 = 4, chosen on corpora
+    # of 20-80 batches a pass, ends in a worse optimum here in 7 of 8 seeds (−3.71 at seed 0)
     online = latentfs.fit(DirichletDCA(K, alpha=0.2), train, method="online_vb", batch_size=100, n_passes=4,
-                          seed=0)
+                          seed=0, tau0=1.0)
     split_score = lambda post: document_completion(post, test, 0.2, seed=0)  # noqa: E731
     # fixed seeds, deterministic (no false alarms): measured −3.540 (batch) vs −3.539 (online, 4 passes of 7
     # batches) nats/token; one pass scores −3.580, two −3.550. 0.02 nats/token is the margin allowed. Other
@@ -40,7 +42,7 @@ def test_partial_fit_state_over_a_stream_equals_fit_on_the_same_batches(planted)
     train, _ = planted
     batches = [train[i: i + 175] for i in range(0, 700, 175)]
     state = online_vb_init(DirichletDCA(K, alpha=0.2), train.shape[1], total_documents=700, seed=1)
-    assert state.step_size() == 1.0  # ρ_0 = (τ0 + 0)^−κ with τ0 = 1
+    assert np.isclose(state.step_size(), 4.0 ** -0.7)  # ρ_0 = (τ0 + 0)^−κ with the default τ0 = 4
     for b in batches:
         state = partial_fit_state(state, b)
     post = online_posterior(state)
@@ -48,7 +50,7 @@ def test_partial_fit_state_over_a_stream_equals_fit_on_the_same_batches(planted)
                           seed=1)
     np.testing.assert_allclose(post.mean("topic_word"), fitted.mean("topic_word"), rtol=1e-12)
     assert state.n_updates == 4 and len(state.trace) == 4
-    assert np.isclose(state.step_size(), 5.0 ** -0.7)
+    assert np.isclose(state.step_size(), 8.0 ** -0.7)
 
 
 @pytest.mark.parametrize(
