@@ -248,13 +248,76 @@ def _fill(out, prior, assignment, features, inverse, totals):  # pragma: no cove
             out[k, j] += prior[j]
 
 
+def _products(acc, part_t, z_sorted, f_sorted, row_of, scratch, touched):  # pragma: no cover - compiled
+    """acc[r, m] += N_rw · part_t[w, m] over the (component r, word w) pairs of one draw: the pivot rows ``part_t``
+    (J, M) dotted with its counts N (K, J). The tokens come word by word (``z_sorted``, ``f_sorted``), so each
+    word's tokens are counted per component first (``scratch``: K zeros on entry and on exit; ``touched``: room for
+    K indices) and each non-zero N_rw costs M products, whatever its count."""
+    n_rows = part_t.shape[1]
+    i = 0
+    n = f_sorted.size
+    while i < n:
+        w = f_sorted[i]
+        n_touched = 0
+        while i < n and f_sorted[i] == w:
+            r = row_of[z_sorted[i]]
+            if scratch[r] == 0:
+                touched[n_touched] = r
+                n_touched += 1
+            scratch[r] += 1
+            i += 1
+        for a in range(n_touched):
+            r = touched[a]
+            c = float(scratch[r])
+            scratch[r] = 0
+            for m in range(n_rows):
+                acc[r, m] += c * part_t[w, m]
+
+
+def _sq_counts(out, z_sorted, f_sorted, prior, scratch, touched):  # pragma: no cover - compiled
+    """out[k, 0] += Σ_j N_kj², out[k, 1] += Σ_j prior_j N_kj for every raw component k of one draw, from its tokens
+    word by word (``scratch``, ``touched`` as in :func:`_products`)."""
+    i = 0
+    n = f_sorted.size
+    while i < n:
+        w = f_sorted[i]
+        n_touched = 0
+        while i < n and f_sorted[i] == w:
+            k = z_sorted[i]
+            if scratch[k] == 0:
+                touched[n_touched] = k
+                n_touched += 1
+            scratch[k] += 1
+            i += 1
+        for a in range(n_touched):
+            k = touched[a]
+            c = float(scratch[k])
+            out[k, 0] += c * c
+            out[k, 1] += prior[w] * c
+            scratch[k] = 0
+
+
+def _row_sums(total, assignment, features, target, inv_totals):  # pragma: no cover - compiled
+    """total[target[z_t], w_t] += inv_totals[z_t] for every token whose raw component has a target row (≥ 0)."""
+    for t in range(assignment.size):
+        k = assignment[t]
+        m = target[k]
+        if m >= 0:
+            total[m, features[t]] += inv_totals[k]
+
+
 @functools.cache
-def _kernel() -> Any:
+def _kernels() -> dict[str, Any]:
     import numba
 
     from latentfs.core.compiled import jit
 
-    return jit(numba, _fill)
+    return {"fill": jit(numba, _fill), "products": jit(numba, _products), "sq_counts": jit(numba, _sq_counts),
+            "row_sums": jit(numba, _row_sums)}
+
+
+def _kernel() -> Any:
+    return _kernels()["fill"]
 
 
 class _MatchingRows:
@@ -269,6 +332,73 @@ class _MatchingRows:
     def _one(self, i: int) -> np.ndarray:
         d = self.source.shape[1]
         return self.source.conditional_mean(i // d, i % d)
+
+    # ---------------------------------------------------------------- the matching from the tokens
+    # relabel_draws needs, of each draw's E[θ | N] = (prior + N) / T (rows k, T_k = Σ prior + N_k·), only its
+    # products with pivot rows, its squared row norms, and sums of chosen rows; each is a pass over the tokens,
+    # O(tokens × rows) with no K × J array: pivot_m · E_k = (pivot_m · prior + Σ_{t: z_t = k} pivot_m,w_t) / T_k.
+    @functools.cached_property
+    def _sorted_features(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the tokens' order word by word (stable), their words in that order): a draw's components are read in
+        that order, so each word's pivot values are read once per draw."""
+        order = np.argsort(self.source.features, kind="stable")
+        return order, self.source.features[order]
+
+    def _draw(self, i: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+        """(chain, assignments, T per raw component, relabelled row of each raw component) of flat draw i."""
+        src = self.source
+        c, d = divmod(i, src.shape[1])
+        z = src.assignments[c, d]
+        totals = np.bincount(z, minlength=src.n_components).astype(np.float64) + src.prior[c].sum()
+        p = src._perm(c, d)  # relabelled row r is raw row p[r]
+        row_of = np.arange(src.n_components) if p is None else np.argsort(p)
+        return c, z, totals, row_of
+
+    def products(self, part: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """(hi − lo, M, K): the rows ``part`` (M, J) dotted with each draw's E[θ | N] rows (relabelled order)."""
+        src = self.source
+        order, f_sorted = self._sorted_features
+        part_t = np.ascontiguousarray(part.T)
+        k = src.n_components
+        scratch, touched = np.zeros(k, dtype=np.int64), np.empty(k, dtype=np.int64)
+        out = np.empty((hi - lo, part.shape[0], k))
+        for i in range(lo, hi):
+            c, z, totals, row_of = self._draw(i)
+            acc = np.zeros((k, part.shape[0]))
+            _kernels()["products"](acc, part_t, z[order], f_sorted, row_of, scratch, touched)
+            acc += (part @ src.prior[c])[None, :]
+            out[i - lo] = (acc / totals[np.argsort(row_of)][:, None]).T
+        return out
+
+    def sq_norms(self, lo: int, hi: int) -> np.ndarray:
+        """(hi − lo, K): Σ_j E[θ_kj | N]² of each draw's rows (relabelled order)."""
+        src = self.source
+        order, f_sorted = self._sorted_features
+        k = src.n_components
+        out = np.empty((hi - lo, k))
+        scratch, touched = np.zeros(k, dtype=np.int64), np.empty(k, dtype=np.int64)
+        for i in range(lo, hi):
+            c, z, totals, row_of = self._draw(i)
+            sums = np.zeros((k, 2))
+            _kernels()["sq_counts"](sums, z[order], f_sorted, src.prior[c], scratch, touched)
+            out[i - lo, row_of] = (float(src.prior[c] @ src.prior[c]) + 2.0 * sums[:, 1] + sums[:, 0]) / totals**2
+        return out
+
+    def row_sums(self, rows: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """Σ over the draws lo … hi − 1 of E[θ | N] at each draw's rows ``rows[i − lo]`` (relabelled; M distinct rows
+        each): (M, J)."""
+        src = self.source
+        m = rows.shape[1]
+        total = np.zeros((m, src.shape[3]))
+        for i in range(lo, hi):
+            c, z, totals, row_of = self._draw(i)
+            target = np.full(src.n_components, -1, dtype=np.int64)
+            raw = np.argsort(row_of)[rows[i - lo]]  # the raw component of each chosen row
+            target[raw] = np.arange(m)
+            inv = 1.0 / totals
+            _kernels()["row_sums"](total, z, src.features, target, inv)
+            total += inv[raw][:, None] * src.prior[c][None, :]
+        return total
 
     def __getitem__(self, key: Any) -> np.ndarray:
         if isinstance(key, (int, np.integer)):

@@ -123,9 +123,17 @@ def relabel_draws(
     the rounding of the products). Draws are taken in blocks of at most :data:`BLOCK_BYTES` (one batched
     product for many small draws; one draw at a time when a draw is large).
 
+    A draw whose rows each have a different cheapest pivot row takes that matching without a Hungarian solve (it
+    is the optimum). The iterations stop when no match changes, or when the matched costs summed over the draws (the
+    objective the iterations lower) fell by less than 1e-9 of itself: the matches that still change then trade
+    rows no draw tells apart (empty or near-empty components) back and forth.
+
     Draws kept as count states (:class:`~latentfs.core.count_draws.CountStateDraws`) are matched on each draw's
-    E[θ | counts], made block by block, never all at once: the Dirichlet noise of a draw carries no label
-    information.
+    E[θ | counts] = (prior + N) / T, never made as a K × M array: its products with the pivot rows, its row norms
+    and the pivot's new rows come from the draw's tokens, read word by word (O(non-zero counts × rows) a draw;
+    at K = 1,000 that replaces a K × K × M product per draw). The Dirichlet noise of a draw carries no label
+    information. Where components are ambiguous (many more components than the data support), the rounding of
+    these products can lead the iterations to another labelling of equal quality than the dense products would.
 
     Working memory beyond the input is :func:`relabel_memory`, checked against ``memory_budget`` (bytes;
     default half the available memory) before anything is allocated: without room for the cache every
@@ -152,6 +160,7 @@ def relabel_draws(
         flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
     n, m = c * d, flat.shape[2]
     cache, block = _plan(k, m, n, memory_budget)
+    tokens = hasattr(flat, "products")  # count states: products, norms and row sums from the tokens, no K × J draw
     cross = np.empty((n, k, k)) if cache else None
     b2 = np.empty((n, k))
     perms = np.tile(np.arange(k), (n, 1))
@@ -160,35 +169,61 @@ def relabel_draws(
     moved = np.arange(k)  # pivot rows that changed since the cross products were computed: all, at first
     spans = [(lo, min(n, lo + block)) for lo in range(0, n, block)]
     it = 0
+    previous = np.inf
     for it in range(1, max_iter + 1):
         new = np.empty_like(perms)
+        objective = 0.0  # Σ over draws of the matched costs: what the iterations lower (Stephens 2000)
         part = pivot[moved] if moved.size < k and cross is not None else None
         for lo, hi in spans:
-            chunk = np.asarray(flat[lo:hi], dtype=np.float64)
-            t_chunk = chunk.transpose(0, 2, 1)
-            if it == 1:
-                b2[lo:hi] = np.einsum("nkm,nkm->nk", chunk, chunk)
-            if cross is None:
-                prod = np.matmul(pivot, t_chunk)
+            if tokens:
+                if it == 1:
+                    b2[lo:hi] = flat.sq_norms(lo, hi)
+                prod = flat.products(pivot if part is None else part, lo, hi)
+                if cross is not None:
+                    if part is None:
+                        cross[lo:hi] = prod
+                    else:
+                        cross[lo:hi, moved] = prod
+                    prod = cross[lo:hi]
             else:
-                if part is None:
-                    np.matmul(pivot, t_chunk, out=cross[lo:hi])
+                chunk = np.asarray(flat[lo:hi], dtype=np.float64)
+                t_chunk = chunk.transpose(0, 2, 1)
+                if it == 1:
+                    b2[lo:hi] = np.einsum("nkm,nkm->nk", chunk, chunk)
+                if cross is None:
+                    prod = np.matmul(pivot, t_chunk)
                 else:
-                    cross[lo:hi, moved] = np.matmul(part, t_chunk)
-                prod = cross[lo:hi]
+                    if part is None:
+                        np.matmul(pivot, t_chunk, out=cross[lo:hi])
+                    else:
+                        cross[lo:hi, moved] = np.matmul(part, t_chunk)
+                    prod = cross[lo:hi]
             costs = p2[None, :, None] + b2[lo:hi, None, :] - 2.0 * prod
             for i, cost in enumerate(costs):
-                rows, cols = linear_sum_assignment(cost)
-                new[lo + i, rows] = cols
+                best = cost.argmin(axis=1)
+                if np.unique(best).size == k:  # every row's cheapest column differs: that is the optimum
+                    new[lo + i] = best
+                else:
+                    rows, cols = linear_sum_assignment(cost)
+                    new[lo + i, rows] = cols
+                objective += float(cost[np.arange(k), new[lo + i]].sum())
         changed = new != perms
         moved = np.arange(k) if it == 1 else np.flatnonzero(changed.any(axis=0))
         perms = new
         if moved.size == 0 and it > 1:
             break
+        if previous - objective <= 1e-9 * abs(objective):
+            # the matches still change but no longer lower the objective: they trade rows no draw tells apart
+            # (empty or near-empty components), back and forth
+            break
+        previous = objective
         # The pivot's moved rows are the mean of the rows now matched to them; the others are unchanged.
         total = np.zeros((moved.size, m))
         for lo, hi in spans:
-            total += flat[lo:hi][np.arange(hi - lo)[:, None], perms[lo:hi][:, moved]].sum(0, dtype=np.float64)
+            if tokens:
+                total += flat.row_sums(perms[lo:hi][:, moved], lo, hi)
+            else:
+                total += flat[lo:hi][np.arange(hi - lo)[:, None], perms[lo:hi][:, moved]].sum(0, dtype=np.float64)
         pivot[moved] = total / n
         p2[moved] = np.einsum("km,km->k", pivot[moved], pivot[moved])
     return perms.reshape(c, d, k), it

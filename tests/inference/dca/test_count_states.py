@@ -144,3 +144,38 @@ def test_a_file_with_inconsistent_count_states_is_refused(tmp_path) -> None:
     np.savez_compressed(bad, **arrays)
     with pytest.raises(DataError, match="count states of site 'topic_word'"):
         Posterior.load(bad)
+
+
+def test_the_matching_read_from_the_tokens_equals_the_dense_conditional_means() -> None:
+    """Relabelling reads each draw's E[Θ | N] from its tokens (products with pivot rows, row norms, sums of chosen
+    rows), never as a K × J array: the same numbers as the dense rows, in the relabelled order, to rounding."""
+    model, X = _corpus(3)
+    post = latentfs.fit(model, X, method="collapsed_gibbs", seed=1, num_warmup=10, num_samples=6, align=False,
+                        warn=False)
+    site = post._draws["topic_word"]
+    rng = np.random.default_rng(0)
+    site.permute(np.array([[rng.permutation(4) for _ in range(6)] for _ in range(2)]))
+    rows = site.matching_rows()
+    dense = rows[0:12]  # (chain·draw, K, J), relabelled
+    part = rng.random((3, 30))
+    np.testing.assert_allclose(rows.products(part, 2, 9), np.einsum("mj,nkj->nmk", part, dense[2:9]), rtol=1e-12)
+    np.testing.assert_allclose(rows.sq_norms(0, 12), (dense**2).sum(-1), rtol=1e-12)
+    chosen = np.array([rng.permutation(4)[:2] for _ in range(12)])  # distinct rows a draw, as relabelling asks
+    np.testing.assert_allclose(rows.row_sums(chosen, 0, 12), dense[np.arange(12)[:, None], chosen].sum(0),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_relabelling_count_states_equals_relabelling_their_conditional_means(seed: int) -> None:
+    """On a corpus whose components are distinct, the permutations found from the tokens are those found from the
+    dense E[Θ | N] arrays (the two differ only in the rounding of the products)."""
+    from latentfs.core.relabel import relabel_draws
+
+    model = latentfs.DirichletDCA(6, alpha=0.1, gamma=0.05)
+    X = model.simulate(n_documents=300, n_features=200, doc_length=80, seed=seed)["counts"]
+    post = latentfs.fit(latentfs.DirichletDCA(6), X, method="collapsed_gibbs", seed=seed, num_warmup=30,
+                        num_samples=15, align=False, warn=False)
+    site = post._draws["topic_word"]
+    dense = np.asarray(site.matching_rows()[0:30]).reshape(2, 15, 6, 200)
+    perms, _ = relabel_draws(site)
+    np.testing.assert_array_equal(perms, relabel_draws(dense)[0])
