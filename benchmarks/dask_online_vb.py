@@ -23,7 +23,7 @@ imports, reading the data, starting the cluster and the public call:
 A latentfs run is one whole call for ``n_passes`` = 1, 2, ... ``--passes`` (a fresh process each, as
 ``benchmarks/dca_online.py`` times passes), so "time to target" is the whole process of the fewest passes whose
 result reaches the target. ``--config`` picks latentfs's options besides K and passes: ``defaults`` (batch_size
-256, tau0 1, kappa 0.7) or ``gensim`` (gensim's schedule as near as the option rules allow: batch_size 2000, tau0
+256, tau0 4 (1 before session 19's change of the default), kappa 0.7) or ``gensim`` (gensim's schedule as near as the option rules allow: batch_size 2000, tau0
 1, kappa 0.51; gensim's decay 0.5 is outside (0.5, 1], where the step sizes are guaranteed to converge) or
 ``tau16`` (the defaults with tau0 = 16, which down-weights the first mini-batches: on this corpus, in memory, the
 held-out after 76 of a pass's 79 mini-batches was -9.07 with tau0 = 1, -8.60 / -8.47 / -8.50 / -8.67 / -8.79 with
