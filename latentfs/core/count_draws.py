@@ -9,8 +9,8 @@ type that fits K and the seed its site draw was taken with, and makes on demand:
 
 * a draw: N rebuilt from the assignments (one pass over the tokens), θ ~ Dirichlet(prior + N) from the kept seed
   (:func:`latentfs.core.random.dirichlet_rows`): the same numbers a sampler that kept the draw would have kept;
-* E[θ | N] = (prior + N) / row sums, the Rao-Blackwellised value of a draw (what relabelling matches on, and whose
-  average over the draws is the site's posterior mean, :meth:`mean`);
+* E[θ | N] = (prior + N) / row sums, the Rao-Blackwellised value of a draw (what relabelling matches on, read from
+  the tokens without making it, and whose average over the draws is the site's posterior mean, :meth:`mean`);
 * a subset of entries over all draws (what R̂ and ESS are checked on), one draw at a time.
 
 Relabelling permutes nothing: each draw's permutation is kept and applied as a draw is made. ``np.asarray`` makes
@@ -336,7 +336,8 @@ class _MatchingRows:
     # ---------------------------------------------------------------- the matching from the tokens
     # relabel_draws needs, of each draw's E[θ | N] = (prior + N) / T (rows k, T_k = Σ prior + N_k·), only its
     # products with pivot rows, its squared row norms, and sums of chosen rows; each is a pass over the tokens,
-    # O(tokens × rows) with no K × J array: pivot_m · E_k = (pivot_m · prior + Σ_{t: z_t = k} pivot_m,w_t) / T_k.
+    # O(tokens + non-zero counts × rows), with no K × J array: pivot_m · E_k = (pivot_m · prior + Σ_j N_kj pivot_mj)
+    # / T_k.
     @functools.cached_property
     def _sorted_features(self) -> tuple[np.ndarray, np.ndarray]:
         """(the tokens' order word by word (stable), their words in that order): a draw's components are read in
