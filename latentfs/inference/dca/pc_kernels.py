@@ -100,13 +100,15 @@ def _alias_tables(phi_t, alpha, prob, alias, mass):  # pragma: no cover - compil
             prob[w, small[i]] = 1.0
 
 
-def _sweep_block(indptr, words, z, ndk, phi_t, log_phi_t, alpha, doc0, key, sweep):  # pragma: no cover - compiled
+def _sweep_block(indptr, words, z, ndk, phi_t, log_phi_t, prob, alias, mass, alpha, doc0, key,
+                 sweep):  # pragma: no cover - compiled
     """One sequential sweep of a block's documents given Φ (``phi_t`` is Φ transposed, (J, K)) with θ_d
     integrated out (Magnusson, Jonsson, Villani & Broman 2018, JCGS, Sec. 2.2 and 3):
     p(z_i = k | z_-i, Φ) ∝ (n_dk^{-i} + α_k) Φ_{k, w_i} = α_k Φ_{k, w_i} + n_dk^{-i} Φ_{k, w_i}.
 
-    The first (prior) bucket does not depend on the document: it is drawn in O(1) from a per-word alias table built
-    once per sweep; the second is summed over the components present in the document only (a list kept per
+    The first (prior) bucket does not depend on the document: it is drawn in O(1) from a per-word alias table
+    (``prob``, ``alias``, ``mass``: :func:`_alias_tables` of Φ, built once per sweep and process by the caller); the
+    second is summed over the components present in the document only (a list kept per
     document), so a token costs O(#components of its document), not O(K). One uniform u per token picks the
     bucket and the component within it; every token is drawn from the exact conditional. ``z`` and ``ndk`` are
     updated in place.
@@ -114,10 +116,6 @@ def _sweep_block(indptr, words, z, ndk, phi_t, log_phi_t, alpha, doc0, key, swee
     Returns log p(w, z | Φ, α) of the block at the new z: Σ_i log Φ_{z_i w_i} + Σ_d log DirMult(n_d· | α)."""
     n_docs = indptr.shape[0] - 1
     J, K = phi_t.shape
-    prob = np.empty((J, K))
-    alias = np.empty((J, K), dtype=np.int32)
-    mass = np.empty(J)
-    _ALIAS(phi_t, alpha, prob, alias, mass)
     weights = np.empty(K)
     present = np.empty(K, dtype=np.int64)  # the document's components with n_dk > 0 ...
     where = np.full(K, -1, dtype=np.int64)  # ... and each one's slot in that list (-1: absent)
@@ -197,4 +195,4 @@ def kernels() -> dict[str, Any]:
     _NEXT = _jit(numba, _next_uniform, inline="always")
     _ALIAS = _jit(numba, _alias_tables)
     return {"stream_start": _START, "next_uniform": _NEXT, "init_block": _jit(numba, _init_block),
-            "sweep_block": _jit(numba, _sweep_block)}
+            "alias_tables": _ALIAS, "sweep_block": _jit(numba, _sweep_block)}

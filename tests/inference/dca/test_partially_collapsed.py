@@ -292,3 +292,24 @@ def test_a_corpus_too_large_to_expand_is_refused_before_allocating():
     X[0, 0] = 10**12
     with pytest.raises(DataError, match="tokens"):
         latentfs.fit(latentfs.DirichletDCA(2), X, method="partially_collapsed", num_warmup=2, num_samples=2)
+
+
+def test_sweep_tables_are_reused_only_for_the_same_phi_and_alpha() -> None:
+    """A worker builds a sweep's alias tables once for all its blocks: reused for the same log Φ object and α,
+    rebuilt for any other Φ or α (so a second fit in the same process never sees the first one's tables)."""
+    from latentfs.inference.dca.partially_collapsed import sweep_tables
+
+    rng = np.random.default_rng(0)
+    log_phi_t = np.log(rng.dirichlet(np.ones(7), size=5)).T.copy()  # (J, K) = (7, 5)
+    alpha = np.full(5, 0.1)
+    first = sweep_tables(log_phi_t, alpha)
+    assert sweep_tables(log_phi_t, alpha) is first
+    np.testing.assert_allclose(first[3], (np.exp(log_phi_t) * alpha).sum(1), rtol=1e-12)  # A_w = Σ_k α_k Φ_kw
+    other = log_phi_t.copy()
+    other[0, 0] -= 1.0
+    second = sweep_tables(other, alpha)
+    assert second is not first
+    np.testing.assert_array_equal(second[0], np.exp(other))
+    third = sweep_tables(other, 2 * alpha)
+    assert third is not second
+    np.testing.assert_allclose(third[3], 2 * second[3], rtol=1e-12)
