@@ -508,6 +508,8 @@ class PartiallyCollapsed(EngineSpec):
         the corpus in this process), and says so."""
         from latentfs.inference.dca.loo import lazy_marginal_loglik, multinomial_constants
 
+        with _TABLES_LOCK:  # this process's tables of the last Φ are not kept after the fit (workers' stay, bounded)
+            _TABLES.clear()
         if not isinstance(prep.runner, _InMemory) or "topic_word" not in post.sites:
             post.diagnostics["no_pointwise_log_likelihood"] = (
                 "the documents of a dask array are not held in this process; score held-out documents instead "

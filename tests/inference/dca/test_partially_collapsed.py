@@ -313,3 +313,12 @@ def test_sweep_tables_are_reused_only_for_the_same_phi_and_alpha() -> None:
     third = sweep_tables(other, 2 * alpha)
     assert third is not second
     np.testing.assert_allclose(third[3], 2 * second[3], rtol=1e-12)
+
+
+def test_an_in_memory_fit_keeps_no_tables_after_it_returns() -> None:
+    from latentfs.inference.dca import partially_collapsed as pc
+
+    model = latentfs.DirichletDCA(3, alpha=0.3, gamma=0.1)
+    X = model.simulate(n_documents=40, n_features=20, doc_length=30, seed=1)["counts"]
+    latentfs.fit(model, X, method="partially_collapsed", seed=0, num_warmup=3, num_samples=2, warn=False)
+    assert pc._TABLES == []
