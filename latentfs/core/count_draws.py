@@ -137,34 +137,32 @@ class CountStateDraws:
                 yield i, t
 
     # ------------------------------------------------------------------ over draws
-    def values_bytes(self, n_draws: int | None = None) -> int:
-        """Bytes of ``n_draws`` draws made as float64 values (all of them when None)."""
-        n = self.shape[0] * self.shape[1] if n_draws is None else int(n_draws)
-        return n * self.shape[2] * self.shape[3] * 8
+    def values_bytes(self) -> int:
+        """Bytes of every draw made as float64 values."""
+        return int(np.prod(self.shape)) * 8
 
-    def check_values_memory(self, n_draws: int | None, what: str) -> None:
-        """A DataError when ``n_draws`` draws made as values (all when None) would take more than half the memory
-        available now (:func:`latentfs.core.memory.available_memory`): the caller would otherwise be killed by the
-        operating system, losing the fit, rather than told."""
+    def check_values_memory(self, what: str) -> None:
+        """A DataError when every draw made as values would take more than half the memory available now
+        (:func:`latentfs.core.memory.available_memory`): the caller would otherwise be killed by the operating
+        system, losing the fit, rather than told."""
         from latentfs.core import memory
         from latentfs.core.data import DataError
 
-        need = self.values_bytes(n_draws)
+        need = self.values_bytes()
         avail = memory.available_memory()
         if avail is None or need <= avail / 2:
             return
-        n = self.shape[0] * self.shape[1] if n_draws is None else int(n_draws)
-        k, j = self.shape[2:]
+        c, d, k, j = self.shape
         raise DataError(
-            f"{what}: making {n} draws of this ({k} × {j}) site as float64 values needs {memory._gib(need)} "
-            f"({n} draws × {k} × {j} × 8 bytes), over half the memory available now ({memory._gib(avail)}); the fit "
-            f"keeps them as count states in {memory._gib(self.nbytes)}. Read the draws a block at a time "
+            f"{what}: making {c * d} draws of this ({k} × {j}) site as float64 values needs {memory._gib(need)} "
+            f"({c * d} draws × {k} × {j} × 8 bytes), over half the memory available now ({memory._gib(avail)}); the "
+            f"fit keeps them as count states in {memory._gib(self.nbytes)}. Read the draws a block at a time "
             "(result.draw_blocks(site)), or use result.mean(site) (the Rao-Blackwellised mean), result.summary() or "
             "the feature weights, which read them in blocks; or refit with fewer num_samples."
         )
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        self.check_values_memory(None, "every draw at once (np.asarray, result.samples, the ArviZ export)")
+        self.check_values_memory("every draw at once (np.asarray, result.samples, the ArviZ export)")
         out = np.empty(self.shape)
         for c, d in self._pairs():
             out[c, d] = self.draw(c, d)
@@ -248,11 +246,12 @@ def _fill(out, prior, assignment, features, inverse, totals):  # pragma: no cove
             out[k, j] += prior[j]
 
 
-def _products(acc, part_t, z_sorted, f_sorted, row_of, scratch, touched):  # pragma: no cover - compiled
-    """acc[r, m] += N_rw · part_t[w, m] over the (component r, word w) pairs of one draw: the pivot rows ``part_t``
-    (J, M) dotted with its counts N (K, J). The tokens come word by word (``z_sorted``, ``f_sorted``), so each
-    word's tokens are counted per component first (``scratch``: K zeros on entry and on exit; ``touched``: room for
-    K indices) and each non-zero N_rw costs M products, whatever its count."""
+def _pair_counts(acc, part_t, sums, prior, z_sorted, f_sorted, row_of, scratch, touched):  # pragma: no cover
+    """For every non-zero count N_rw of one draw (r: the component's relabelled row ``row_of[z]``): acc[r, m] +=
+    N_rw · part_t[w, m] (the pivot rows ``part_t`` (J, M) dotted with N; M may be 0), sums[r, 0] += N_rw² and
+    sums[r, 1] += prior_w · N_rw. The tokens come word by word (``z_sorted``, ``f_sorted``), so each word's tokens
+    are counted per component first (``scratch``: K zeros on entry and on exit; ``touched``: room for K indices)
+    and each non-zero N_rw costs M products, whatever its count. Compiled."""
     n_rows = part_t.shape[1]
     i = 0
     n = f_sorted.size
@@ -270,31 +269,10 @@ def _products(acc, part_t, z_sorted, f_sorted, row_of, scratch, touched):  # pra
             r = touched[a]
             c = float(scratch[r])
             scratch[r] = 0
+            sums[r, 0] += c * c
+            sums[r, 1] += prior[w] * c
             for m in range(n_rows):
                 acc[r, m] += c * part_t[w, m]
-
-
-def _sq_counts(out, z_sorted, f_sorted, prior, scratch, touched):  # pragma: no cover - compiled
-    """out[k, 0] += Σ_j N_kj², out[k, 1] += Σ_j prior_j N_kj for every raw component k of one draw, from its tokens
-    word by word (``scratch``, ``touched`` as in :func:`_products`)."""
-    i = 0
-    n = f_sorted.size
-    while i < n:
-        w = f_sorted[i]
-        n_touched = 0
-        while i < n and f_sorted[i] == w:
-            k = z_sorted[i]
-            if scratch[k] == 0:
-                touched[n_touched] = k
-                n_touched += 1
-            scratch[k] += 1
-            i += 1
-        for a in range(n_touched):
-            k = touched[a]
-            c = float(scratch[k])
-            out[k, 0] += c * c
-            out[k, 1] += prior[w] * c
-            scratch[k] = 0
 
 
 def _row_sums(total, assignment, features, target, inv_totals):  # pragma: no cover - compiled
@@ -312,8 +290,7 @@ def _kernels() -> dict[str, Any]:
 
     from latentfs.core.compiled import jit
 
-    return {"fill": jit(numba, _fill), "products": jit(numba, _products), "sq_counts": jit(numba, _sq_counts),
-            "row_sums": jit(numba, _row_sums)}
+    return {"fill": jit(numba, _fill), "pair_counts": jit(numba, _pair_counts), "row_sums": jit(numba, _row_sums)}
 
 
 def _kernel() -> Any:
@@ -355,35 +332,32 @@ class _MatchingRows:
         row_of = np.arange(src.n_components) if p is None else np.argsort(p)
         return c, z, totals, row_of
 
-    def products(self, part: np.ndarray, lo: int, hi: int) -> np.ndarray:
-        """(hi − lo, M, K): the rows ``part`` (M, J) dotted with each draw's E[θ | N] rows (relabelled order)."""
+    def products_and_norms(self, part: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """((hi − lo, M, K): the rows ``part`` (M, J) dotted with each draw's E[θ | N] rows, and (hi − lo, K): the
+        squared norms Σ_j E[θ_kj | N]² of those rows; relabelled order), from one pass over each draw's tokens."""
         src = self.source
         order, f_sorted = self._sorted_features
         part_t = np.ascontiguousarray(part.T)
         k = src.n_components
         scratch, touched = np.zeros(k, dtype=np.int64), np.empty(k, dtype=np.int64)
-        out = np.empty((hi - lo, part.shape[0], k))
+        out, norms = np.empty((hi - lo, part.shape[0], k)), np.empty((hi - lo, k))
         for i in range(lo, hi):
             c, z, totals, row_of = self._draw(i)
-            acc = np.zeros((k, part.shape[0]))
-            _kernels()["products"](acc, part_t, z[order], f_sorted, row_of, scratch, touched)
+            acc, sums = np.zeros((k, part.shape[0])), np.zeros((k, 2))
+            _kernels()["pair_counts"](acc, part_t, sums, src.prior[c], z[order], f_sorted, row_of, scratch, touched)
+            row_totals = totals[np.argsort(row_of)]  # T of each relabelled row
             acc += (part @ src.prior[c])[None, :]
-            out[i - lo] = (acc / totals[np.argsort(row_of)][:, None]).T
-        return out
+            out[i - lo] = (acc / row_totals[:, None]).T
+            norms[i - lo] = (float(src.prior[c] @ src.prior[c]) + 2.0 * sums[:, 1] + sums[:, 0]) / row_totals**2
+        return out, norms
+
+    def products(self, part: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """(hi − lo, M, K): the rows ``part`` (M, J) dotted with each draw's E[θ | N] rows (relabelled order)."""
+        return self.products_and_norms(part, lo, hi)[0]
 
     def sq_norms(self, lo: int, hi: int) -> np.ndarray:
         """(hi − lo, K): Σ_j E[θ_kj | N]² of each draw's rows (relabelled order)."""
-        src = self.source
-        order, f_sorted = self._sorted_features
-        k = src.n_components
-        out = np.empty((hi - lo, k))
-        scratch, touched = np.zeros(k, dtype=np.int64), np.empty(k, dtype=np.int64)
-        for i in range(lo, hi):
-            c, z, totals, row_of = self._draw(i)
-            sums = np.zeros((k, 2))
-            _kernels()["sq_counts"](sums, z[order], f_sorted, src.prior[c], scratch, touched)
-            out[i - lo, row_of] = (float(src.prior[c] @ src.prior[c]) + 2.0 * sums[:, 1] + sums[:, 0]) / totals**2
-        return out
+        return self.products_and_norms(np.empty((0, self.source.shape[3])), lo, hi)[1]
 
     def row_sums(self, rows: np.ndarray, lo: int, hi: int) -> np.ndarray:
         """Σ over the draws lo … hi − 1 of E[θ | N] at each draw's rows ``rows[i − lo]`` (relabelled; M distinct rows

@@ -160,7 +160,7 @@ def relabel_draws(
         flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
     n, m = c * d, flat.shape[2]
     cache, block = _plan(k, m, n, memory_budget)
-    tokens = hasattr(flat, "products")  # count states: products, norms and row sums from the tokens, no K × J draw
+    tokens = hasattr(flat, "products_and_norms")  # count states: products, norms and row sums from the tokens, no K × J draw
     cross = np.empty((n, k, k)) if cache else None
     b2 = np.empty((n, k))
     perms = np.tile(np.arange(k), (n, 1))
@@ -176,9 +176,9 @@ def relabel_draws(
         part = pivot[moved] if moved.size < k and cross is not None else None
         for lo, hi in spans:
             if tokens:
+                prod, norms = flat.products_and_norms(pivot if part is None else part, lo, hi)
                 if it == 1:
-                    b2[lo:hi] = flat.sq_norms(lo, hi)
-                prod = flat.products(pivot if part is None else part, lo, hi)
+                    b2[lo:hi] = norms
                 if cross is not None:
                     if part is None:
                         cross[lo:hi] = prod

@@ -342,7 +342,7 @@ class MetropolisHastings(EngineSpec):
                                        prep.t_hyper, state.draw_generator)
             chain.doc_sum += latent.numpy()
             kept[prep.model.doc_site] = latent.numpy()
-        if eager_ll and theta is not None:  # Θ is not kept: the marginal of this draw now
+        if theta is not None:  # Θ is not kept: the marginal of this draw now
             kept["_loglik"] = draw_marginal_loglik(prep.model, prep.data, theta, prep.t_hyper, o.seed)
         return kept
 
