@@ -160,7 +160,8 @@ def relabel_draws(
         flat = x.reshape(c * d, k, -1)  # a view when the component axis leads the site shape
     n, m = c * d, flat.shape[2]
     cache, block = _plan(k, m, n, memory_budget)
-    tokens = hasattr(flat, "products_and_norms")  # count states: products, norms and row sums from the tokens, no K × J draw
+    # count states: products, norms and row sums come from the tokens, no K × J draw
+    tokens = hasattr(flat, "products_and_norms")
     cross = np.empty((n, k, k)) if cache else None
     b2 = np.empty((n, k))
     perms = np.tile(np.arange(k), (n, 1))
