@@ -4,14 +4,14 @@ Mixture-like models are invariant to permuting their components, so a sampler's 
 labels: chains settle on different labelings, and a chain may switch labels between draws. Every summary,
 band and diagnostic of a component-indexed site is only meaningful after the draws are relabelled.
 
-:func:`relabel_draws` relabels **each draw** (across and within chains) by Stephens' (2000) relabelling
-algorithm with a squared-error loss: starting from a pivot (one draw of the first chain), each draw's
-components are matched to the pivot by the Hungarian algorithm (SciPy's ``linear_sum_assignment``), the
-pivot becomes the mean of the relabelled draws, and the two steps repeat until no permutation changes.
-(Stephens, "Dealing with label switching in mixture models", JRSS B 62, 2000, Algorithm 2; the ECR
-algorithms of Papastamoulis & Iliopoulos 2010 use the same per-draw matching to a pivot.) Memory is
-O(K² + K·M) per draw, never K²·M. The permutations are returned so that results record them (DESIGN.md,
-contract 3); :func:`apply_draw_permutations` applies them to every site sharing the component dimension.
+:func:`relabel_draws` relabels **each draw** (across and within chains) by Stephens' (2000) relabelling algorithm with a
+squared-error loss: starting from a pivot (one draw of the first chain), each draw's components are matched to the pivot
+by a minimum-cost assignment (:class:`~latentfs.core.assignment.Assignment`, shortest augmenting paths, started from
+each draw's previous matching), the pivot becomes the mean of the relabelled draws, and the two steps repeat until no
+permutation changes. (Stephens, "Dealing with label switching in mixture models", JRSS B 62, 2000, Algorithm 2; the ECR
+algorithms of Papastamoulis & Iliopoulos 2010 use the same per-draw matching to a pivot.) Memory is O(K² + K·M) per
+draw, never K²·M. The permutations are returned so that results record them (DESIGN.md, contract 3);
+:func:`apply_draw_permutations` applies them to every site sharing the component dimension.
 
 Chain-level outputs (running means over a chain's draws) cannot be relabelled draw by draw; they take each
 chain's modal permutation (:func:`modal_permutations`), and the share of draws that disagree with it is
@@ -67,12 +67,13 @@ def relabel_memory(n_components: int, n_entries: int, n_draws: int = 0, *, block
     """Bytes :func:`relabel_draws` allocates beyond its input.
 
     The pivot and the sum of its moved rows (2 K·M floats); a block of ``block`` draws in float64 with their
-    cost matrices (K·M + K² per draw); and for each of ``n_draws`` draws its squared row norms (K) and, with
+    cost matrices (K·M + K² per draw); and for each of ``n_draws`` draws its squared row norms (K), its matching
+    and duals kept for a warm start (4 K) and, with
     ``cache``, its cross products with the pivot (K²), which let later iterations recompute only the pivot
     rows that moved. O(K² + K·M) per draw, never K²·M.
     """
     k, m, n = int(n_components), int(n_entries), int(n_draws)
-    return 8 * (2 * k * m + int(block) * (k * m + k * k) + n * (k + (k * k if cache else 0)))
+    return 8 * (2 * k * m + int(block) * (k * m + k * k) + n * (5 * k + (k * k if cache else 0)))
 
 
 def _plan(n_components: int, n_entries: int, n_draws: int, budget: float | None) -> tuple[bool, int]:
@@ -93,7 +94,7 @@ def _plan(n_components: int, n_entries: int, n_draws: int, budget: float | None)
     if need > budget:
         raise DataError(
             f"relabelling draws of {k} components × {m} entries needs {need / 2**30:.2f} GiB "
-            "(3 K·M + K² floats, and K per draw), over the memory budget of "
+            "(3 K·M + K² floats, and 5 K per draw), over the memory budget of "
             f"{budget / 2**30:.2f} GiB. Align fewer entries (a smaller site, or fewer components), free memory, "
             "pass a larger memory_budget (bytes), or fit with align=False and relabel a subset of the draws yourself."
         )
@@ -115,16 +116,18 @@ def relabel_draws(
     (chain, draw, K), with ``draws[c, d]`` taken at ``perms[c, d]`` along the component axis being the
     relabelled draw, and the number of pivot iterations used.
 
-    The cost of matching pivot row k to a draw's row j is ‖pivot_k − draw_j‖² = ‖pivot_k‖² + ‖draw_j‖² −
-    2 pivot_k · draw_j. Each draw's cross products with the pivot (K × K) are kept between iterations, and
-    only the pivot rows that moved (a row moves when some draw's match for it changed) are multiplied again:
-    after the first two iterations usually a few rows, so a later iteration costs K Hungarian solves per draw
-    rather than a K × K × M product per draw. The permutations are those of recomputing every cost (up to
-    the rounding of the products). Draws are taken in blocks of at most :data:`BLOCK_BYTES` (one batched
-    product for many small draws; one draw at a time when a draw is large).
+    The cost of matching pivot row k to a draw's row j is ‖pivot_k − draw_j‖² = ‖pivot_k‖² + ‖draw_j‖² − 2 pivot_k ·
+    draw_j. Each draw's cross products with the pivot (K × K) are kept between iterations, and only the pivot rows that
+    moved (a row moves when some draw's match for it changed) are multiplied again: after the first two iterations
+    usually a few rows, so a later iteration costs a few rows' products per draw rather than a K × K × M product per
+    draw. Each draw's matching and its dual variables are kept too, and a later iteration re-matches only the moved rows
+    (:class:`~latentfs.core.assignment.Assignment`; the result is the optimal matching of the new costs, not an
+    approximation, at O(moved rows × K²) rather than O(K³)). The permutations are those of recomputing every cost (up to
+    the rounding of the products). Draws are taken in blocks of at most :data:`BLOCK_BYTES` (one batched product for
+    many small draws; one draw at a time when a draw is large).
 
-    A draw whose rows each have a different cheapest pivot row takes that matching without a Hungarian solve (it
-    is the optimum). The iterations stop when no match changes, or when the matched costs summed over the draws (the
+    A draw whose rows each have a different cheapest pivot row takes that matching without a solve (it is the
+    optimum). The iterations stop when no match changes, or when the matched costs summed over the draws (the
     objective the iterations lower) fell by less than 1e-9 of itself: the matches that still change then trade
     rows no draw tells apart (empty or near-empty components) back and forth.
 
@@ -147,7 +150,7 @@ def relabel_draws(
     >>> relabel_draws(x)[0][0].tolist()
     [[0, 1], [1, 0], [0, 1]]
     """
-    from scipy.optimize import linear_sum_assignment  # here: scipy.optimize takes ~0.8 s to import
+    from latentfs.core.assignment import Assignment
 
     if hasattr(draws, "matching_rows"):  # count states: each draw's E[θ | counts], made block by block
         if component_axis != 0:
@@ -165,6 +168,7 @@ def relabel_draws(
     cross = np.empty((n, k, k)) if cache else None
     b2 = np.empty((n, k))
     perms = np.tile(np.arange(k), (n, 1))
+    solvers = [Assignment(k) for _ in range(n)]  # each draw's matching and duals: a warm start next iteration
     pivot = np.array(flat[d - 1], dtype=np.float64)  # the last draw of chain 0: a labelling the sampler visited
     p2 = np.einsum("km,km->k", pivot, pivot)
     moved = np.arange(k)  # pivot rows that changed since the cross products were computed: all, at first
@@ -175,6 +179,7 @@ def relabel_draws(
         new = np.empty_like(perms)
         objective = 0.0  # Σ over draws of the matched costs: what the iterations lower (Stephens 2000)
         part = pivot[moved] if moved.size < k and cross is not None else None
+        warm = it > 1 and cross is not None
         for lo, hi in spans:
             if tokens:
                 prod, norms = flat.products_and_norms(pivot if part is None else part, lo, hi)
@@ -204,9 +209,10 @@ def relabel_draws(
                 best = cost.argmin(axis=1)
                 if np.unique(best).size == k:  # every row's cheapest column differs: that is the optimum
                     new[lo + i] = best
+                    solvers[lo + i].set_from_row_minima(cost, best)
                 else:
-                    rows, cols = linear_sum_assignment(cost)
-                    new[lo + i, rows] = cols
+                    # only the moved pivot rows' costs differ from the last iteration's when the products are kept
+                    new[lo + i] = solvers[lo + i].solve(cost, changed=moved if warm else None)
                 objective += float(cost[np.arange(k), new[lo + i]].sum())
         changed = new != perms
         moved = np.arange(k) if it == 1 else np.flatnonzero(changed.any(axis=0))

@@ -216,13 +216,13 @@ def test_relabel_memory_is_checked_against_a_budget():
     # K = 1000, V = 2000: a K × K × V array would be 14.9 GiB; the working memory is 0.05 GiB, and the cache
     # of cross products 8 MiB per draw.
     assert relabel_memory(1000, 2000) < 2**30 / 16
-    assert relabel_memory(1000, 2000, 10) - relabel_memory(1000, 2000) == 10 * 8 * (1000**2 + 1000)
+    assert relabel_memory(1000, 2000, 10) - relabel_memory(1000, 2000) == 10 * 8 * (1000**2 + 5 * 1000)
     rng = np.random.default_rng(1)
     x = rng.random((2, 5, 6, 40))
     with pytest.raises(DataError, match="relabelling draws of 6 components × 40 entries needs .* memory_budget"):
         relabel_draws(x, memory_budget=1000)
     # A budget without room for the cache recomputes every product: the same permutations.
-    small = relabel_memory(6, 40) + 8 * 10 * 6
+    small = relabel_memory(6, 40) + 8 * 10 * 5 * 6
     assert small < relabel_memory(6, 40, 10)
     np.testing.assert_array_equal(relabel_draws(x, memory_budget=small)[0], relabel_draws(x)[0])
 
