@@ -180,9 +180,10 @@ def relabel_draws(
         objective = 0.0  # Σ over draws of the matched costs: what the iterations lower (Stephens 2000)
         part = pivot[moved] if moved.size < k and cross is not None else None
         warm = it > 1 and cross is not None
+        prepared = flat.prepare(pivot if part is None else part) if tokens else None
         for lo, hi in spans:
             if tokens:
-                prod, norms = flat.products_and_norms(pivot if part is None else part, lo, hi)
+                prod, norms = flat.products_and_norms(pivot if part is None else part, lo, hi, prepared)
                 if it == 1:
                     b2[lo:hi] = norms
                 if cross is not None:
@@ -225,11 +226,11 @@ def relabel_draws(
             break
         previous = objective
         # The pivot's moved rows are the mean of the rows now matched to them; the others are unchanged.
-        total = np.zeros((moved.size, m))
-        for lo, hi in spans:
-            if tokens:
-                total += flat.row_sums(perms[lo:hi][:, moved], lo, hi)
-            else:
+        if tokens:  # no per-draw memory: one call over every draw
+            total = flat.row_sums(perms[:, moved], 0, n)
+        else:
+            total = np.zeros((moved.size, m))
+            for lo, hi in spans:
                 total += flat[lo:hi][np.arange(hi - lo)[:, None], perms[lo:hi][:, moved]].sum(0, dtype=np.float64)
         pivot[moved] = total / n
         p2[moved] = np.einsum("km,km->k", pivot[moved], pivot[moved])
