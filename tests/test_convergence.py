@@ -273,3 +273,15 @@ def test_import_brings_in_neither_arviz_nor_scipy_stats() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "[] []"
+
+
+def test_the_worst_entry_is_named_without_naming_every_entry():
+    # check_convergence names the entry of the largest R̂ by its index alone (a K × J site can have 60M entries):
+    # the same name as the full list gives, with coordinates, without them, and with a dimension left unnamed.
+    from latentfs.core.posterior_checks import _entry_name, _entry_names
+
+    coords = {"component": ["a", "b", "c"], "feature": [f"w{i}" for i in range(4)]}
+    for shape, dims in [((3, 4), ("component", "feature")), ((3, 4), ("component",)), ((3, 4), ()),
+                        ((3, 4, 2), ("component", "feature")), ((5,), ("x",))]:
+        names = _entry_names("s", shape, dims, coords)
+        assert [_entry_name("s", shape, dims, coords, i) for i in range(len(names))] == names

@@ -70,8 +70,8 @@ class ConvergenceMixin:
             bulk, tail = conv["ess_bulk"], conv["ess_tail"]
             entry.update(
                 r_hat_max=float(np.nanmax(rhat)),
-                r_hat_argmax=_entry_names(site, self._draws[site].shape[2:], self.dims.get(site, ()),
-                                          self.coords)[worst] if self._draws[site].ndim > 2 else site,
+                r_hat_argmax=_entry_name(site, self._draws[site].shape[2:], self.dims.get(site, ()), self.coords,
+                                         worst) if self._draws[site].ndim > 2 else site,
                 ess_bulk_min=float(np.nanmin(bulk)) if np.isfinite(bulk).any() else float("nan"),
                 ess_tail_min=float(np.nanmin(tail)) if np.isfinite(tail).any() else float("nan"),
             )
@@ -323,6 +323,17 @@ def _entries_to_check(means: np.ndarray) -> np.ndarray:
     top = np.argsort(-means, kind="stable")[: _CHECK_ENTRIES // 2]
     regular = np.linspace(0, n - 1, _CHECK_ENTRIES - top.size).astype(np.int64)
     return np.unique(np.concatenate([top, regular]))
+
+
+def _entry_name(site: str, shape: tuple[int, ...], dims: tuple[str, ...], coords: dict[str, list[str]],
+                index: int) -> str:
+    """``_entry_names(...)[index]`` without naming every entry (a K × J site at K = 1,000 and J = 60,000 has 60M)."""
+    where = np.unravel_index(int(index), shape)
+    labels = []
+    for a, i in enumerate(where):
+        names = coords.get(dims[a]) if a < len(dims) else None
+        labels.append(str(names[i]) if names is not None and i < len(names) else str(i))
+    return f"{site}[{', '.join(labels)}]"
 
 
 def _entry_names(site: str, shape: tuple[int, ...], dims: tuple[str, ...], coords: dict[str, list[str]]) -> list[str]:
