@@ -285,3 +285,15 @@ def test_the_worst_entry_is_named_without_naming_every_entry():
                         ((3, 4, 2), ("component", "feature")), ((5,), ("x",))]:
         names = _entry_names("s", shape, dims, coords)
         assert [_entry_name("s", shape, dims, coords, i) for i in range(len(names))] == names
+
+
+def test_the_largest_means_are_found_without_a_full_sort():
+    # _entries_to_check takes the largest posterior means by a partition: the same indices, in the same order,
+    # as a stable sort of all of them, ties (many equal means: empty components) included.
+    from latentfs.core.posterior_checks import _largest
+
+    rng = np.random.default_rng(5)
+    for values in [rng.random(5000), np.round(rng.random(5000), 2), np.zeros(3000), rng.integers(0, 3, 4000) * 1.0,
+                   np.where(rng.random(2000) < 0.1, np.nan, rng.random(2000))]:
+        for h in (1, 7, 1000, values.size):
+            np.testing.assert_array_equal(_largest(values, h), np.argsort(-values, kind="stable")[:h])
