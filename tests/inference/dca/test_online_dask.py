@@ -74,7 +74,7 @@ def test_in_process_clusters_of_one_and_two_workers_agree_to_the_bit(corpus):
     for workers in (1, 2):
         with (
             distributed.LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=None
+                n_workers=workers, threads_per_worker=1, processes=False, dashboard_address=":0"
             ) as cluster,
             distributed.Client(cluster),
             distributed.get_task_stream() as stream,
@@ -143,7 +143,7 @@ def test_worker_process_killed_mid_fit_changes_nothing(corpus):
     ref = latentfs.fit(DirichletDCA(4), corpus, **OPTS)
     with (
         distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=50
         ) as cluster,
         distributed.Client(cluster),
     ):
