@@ -32,6 +32,7 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_
     os.environ[_v] = "1"
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -65,7 +66,7 @@ def _warm_worker() -> None:
     torch.set_num_threads(1)
 
 
-def child_sampler(root: Path, K: int, budget: int, workers: int, every: int = 5) -> dict:
+def child_sampler(root: Path, K: int, budget: int, workers: int, every: int = 5, init: str | None = None) -> dict:
     import torch
     from distributed import Client, LocalCluster
 
@@ -84,7 +85,7 @@ def child_sampler(root: Path, K: int, budget: int, workers: int, every: int = 5)
         client.run(_warm_worker)
         _warm_worker()
         X = open_shards(root / "train")
-        o = spec.check_options({"seed": 0}, "DirichletDCA")
+        o = spec.check_options({"seed": 0, **({"init": init} if init else {})}, "DirichletDCA")
         cpu0 = client.run(time.process_time)
         driver0 = time.process_time()
         spent = 0.0
@@ -141,8 +142,10 @@ def child_in_memory(root: Path, K: int, budget: int, workers: int, every: int = 
             "cpu_ns_per_token_kernel": float(np.median(kernel_cpu)) / tokens * 1e9, "driver_mib": vm_hwm()}
 
 
-CHILDREN = {"sampler": child_sampler, "memory": child_in_memory, "gensim": child_gensim, "spark": child_spark}
+CHILDREN = {"sampler": child_sampler, "sampler-vb": functools.partial(child_sampler, init="vb"),
+            "memory": child_in_memory, "gensim": child_gensim, "spark": child_spark}
 ENGINES = ["memory", "pc2", "gensim2", "pc1", "spark"]
+OPTIONAL = ["pc2vb"]  # the sampler started from init="vb" (its VB fit timed), on request
 
 
 def run_child(engine: str, root: Path, K: int, budget: int, workers: int, timeout: float, every: int) -> dict:
@@ -172,9 +175,11 @@ def main() -> None:
     parser.add_argument("--sweeps", type=int, default=150, help="sampler sweeps")
     parser.add_argument("--eval-every", type=int, default=5)
     parser.add_argument("--passes", type=int, default=5, help="gensim passes; Spark up to this many passes")
-    parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES)
+    parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES + OPTIONAL)
     parser.add_argument("--data-dir", default="/tmp/latentfs_dask_sampler")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per child")
+    parser.add_argument("--target", type=float, default=None,
+                        help="without gensim2 in --engines: its final held-out from an earlier run on the same corpus")
     parser.add_argument("--out", default="benchmarks/results/dask_sampler.md")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
@@ -182,7 +187,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        extra = {"every": args.eval_every} if args.child in ("sampler", "memory") else {}
+        extra = {"every": args.eval_every} if args.child in ("sampler", "sampler-vb", "memory") else {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out = CHILDREN[args.child](Path(args.data), args.k, args.budget, args.workers, **extra)
@@ -197,6 +202,8 @@ def main() -> None:
     runs = {"memory": ("memory", 1, 8, "latentfs partially_collapsed, in memory (1 block, kernel speed)"),
             "pc1": ("sampler", 1, args.sweeps, "latentfs partially_collapsed, LocalCluster 1 worker"),
             "pc2": ("sampler", 2, args.sweeps, "latentfs partially_collapsed, LocalCluster 2 workers"),
+            "pc2vb": ("sampler-vb", 2, args.sweeps,
+                      "latentfs partially_collapsed init='vb', LocalCluster 2 workers (VB start timed)"),
             "gensim2": ("gensim", 2, args.passes, "gensim LdaMulticore(workers=2)"),
             "spark": ("spark", 2, args.passes, "Spark MLlib online LDA, local[2]")}
     results = {}
@@ -204,12 +211,14 @@ def main() -> None:
         engine, workers, budget, _ = runs[name]
         results[name] = run_child(engine, root, args.k, budget, workers, args.timeout, args.eval_every)
         print(name, json.dumps(results[name])[:1500], flush=True)
-    target = results.get("gensim2", {}).get("final", float("nan"))
+    # gensim2's final held-out; without a gensim2 run, --target (gensim2's final from an earlier run on this corpus)
+    target = results.get("gensim2", {}).get("final", float("nan") if args.target is None else args.target)
     cmd = "nice -n 10 python benchmarks/dask_sampler.py" + "".join(
         f" --{k} {v}" for k, v, d in (("docs", args.docs, 10_000), ("words", args.words, 10_000), ("k", args.k, 100),
                                       ("sweeps", args.sweeps, 150), ("passes", args.passes, 5),
                                       ("eval-every", args.eval_every, 5)) if v != d) + (
-        f" --engines {' '.join(args.engines)}" if args.engines != ENGINES else "")
+        f" --engines {' '.join(args.engines)}" if args.engines != ENGINES else "") + (
+        f" --target {args.target}" if args.target is not None and "gensim2" not in args.engines else "")
     lines = [f"# Partially collapsed sampler on Dask ({meta['tokens']:,} tokens, K = {args.k})", "",
              f"Machine: {machine_info()}", "", f"Command: `{cmd}`", "",
              f"Corpus: DirichletDCA K={args.k}, α={ALPHA}, γ={GAMMA}; {args.docs:,} documents × {args.words:,} "
@@ -237,7 +246,7 @@ def main() -> None:
             continue
         hit = time_to(r["curve"], target)
         reach[name] = hit[1] if hit else None
-        steps = {"sampler": "sweeps", "gensim": "passes", "spark": "maxIter"}[runs[name][0]]
+        steps = {"sampler": "sweeps", "sampler-vb": "sweeps", "gensim": "passes", "spark": "maxIter"}[runs[name][0]]
         lines.append(
             f"| {label} | {r['final']:.4f} | {r['curve'][-1][0]} {steps} | "
             + (f"{hit[1]:.1f} ({hit[0]})" if hit else "not reached") + f" | {r['total_s']:.1f} | "
@@ -256,6 +265,8 @@ def main() -> None:
             lines.append(f"* {a} / {b}: not computable ({', '.join(missing)} did not reach the target or did not run)")
 
     ratio("gensim2", "pc2", "≥ 2×: the sampler in ≤ 0.5× gensim's time")
+    if "pc2vb" in results:
+        ratio("gensim2", "pc2vb", "≥ 2×: the sampler in ≤ 0.5× gensim's time")
     ratio("pc1", "pc2", "≥ 1.7× from 1 to 2 workers")
     ratio("spark", "pc2", "≥ 5×")
     if "pc1" in results and "pc2" in results and "median_sweep_s" in results["pc1"] and \
