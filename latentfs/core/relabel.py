@@ -68,9 +68,8 @@ def relabel_memory(n_components: int, n_entries: int, n_draws: int = 0, *, block
 
     The pivot and the sum of its moved rows (2 K·M floats); a block of ``block`` draws in float64 with their
     cost matrices (K·M + K² per draw); and for each of ``n_draws`` draws its squared row norms (K), its matching
-    and duals kept for a warm start (4 K) and, with
-    ``cache``, its cross products with the pivot (K²), which let later iterations recompute only the pivot
-    rows that moved. O(K² + K·M) per draw, never K²·M.
+    and duals kept for a warm start (4 K) and, with ``cache``, its cross products with the pivot (K²), which let
+    later iterations recompute only the pivot rows that moved. O(K² + K·M) per draw, never K²·M.
     """
     k, m, n = int(n_components), int(n_entries), int(n_draws)
     return 8 * (2 * k * m + int(block) * (k * m + k * k) + n * (5 * k + (k * k if cache else 0)))
