@@ -428,7 +428,9 @@ class PartiallyCollapsed(EngineSpec):
     fit's ``mean("topic_word")``) is used as given, rows normalised and zeros raised to the smallest float. Every
     chain starts from the same Φ0 (their assignments differ); the start changes how soon the chain reaches its
     stationary distribution, never that distribution (``benchmarks/pc_start.py``: on 2M tokens over 50,000 words,
-    held-out −10.47 after 40 sweeps from the VB start against −10.78 from the uniform one).
+    held-out −10.47 after 40 sweeps from the VB start against −10.78 from the uniform one; on 20M tokens and 2 workers
+    the VB start passed gensim LdaMulticore's 3-pass held-out within 5 sweeps, in 0.27× gensim's time, where the
+    uniform start had not reached it after 120: ``benchmarks/RESULTS.md``, session 20).
 
     Returns a Posterior with draws of ``topic_word`` (Φ drawn from Φ | z at each kept sweep) and, when stored,
     ``doc_topic``, relabelled jointly within and across chains, with R̂/ESS in ``diagnostics["convergence"]``;
