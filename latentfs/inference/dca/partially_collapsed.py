@@ -380,7 +380,7 @@ def _init_option(name: str, value: Any) -> Any:
 
 
 def _start(init: Any, model: DirichletDCA, data: Any, n_docs: int, J: int, o: Options) -> np.ndarray | None:
-    """log Φ0ᵀ (J, K) for ``init`` (module docstring), or None for the uniform start."""
+    """log Φ0ᵀ (J, K) for ``init`` (:class:`PartiallyCollapsed`), or None for the uniform start."""
     if init is None:
         return None
     K = model.n_components
