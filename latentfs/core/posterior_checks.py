@@ -338,24 +338,26 @@ def _entries_to_check(means: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate([top, regular]))
 
 
-def _entry_name(site: str, shape: tuple[int, ...], dims: tuple[str, ...], coords: dict[str, list[str]],
-                index: int) -> str:
-    """``_entry_names(...)[index]`` without naming every entry (a K × J site at K = 1,000 and J = 60,000 has 60M)."""
-    where = np.unravel_index(int(index), shape)
-    labels = []
-    for a, i in enumerate(where):
-        names = coords.get(dims[a]) if a < len(dims) else None
-        labels.append(str(names[i]) if names is not None and i < len(names) else str(i))
-    return f"{site}[{', '.join(labels)}]"
-
-
-def _entry_names(site: str, shape: tuple[int, ...], dims: tuple[str, ...], coords: dict[str, list[str]]) -> list[str]:
-    if not shape:
-        return [site]
+def _axis_labels(shape: tuple[int, ...], dims: tuple[str, ...], coords: dict[str, list[str]]) -> list[list[Any]]:
+    """Each axis's labels: its coordinate names where the dimension has them, else the positions."""
     labels = []
     for d, n in zip(dims, shape, strict=False):
         labels.append(coords.get(d, [str(i) for i in range(n)])[:n])
     while len(labels) < len(shape):
         labels.append([str(i) for i in range(shape[len(labels)])])
+    return labels
+
+
+def _entry_name(site: str, shape: tuple[int, ...], dims: tuple[str, ...], coords: dict[str, list[str]],
+                index: int) -> str:
+    """``_entry_names(...)[index]`` without naming every entry (a K × J site at K = 1,000 and J = 60,000 has 60M)."""
+    labels = _axis_labels(shape, dims, coords)
+    return f"{site}[{', '.join(str(labels[a][i]) for a, i in enumerate(np.unravel_index(int(index), shape)))}]"
+
+
+def _entry_names(site: str, shape: tuple[int, ...], dims: tuple[str, ...], coords: dict[str, list[str]]) -> list[str]:
+    if not shape:
+        return [site]
+    labels = _axis_labels(shape, dims, coords)
     idx = np.indices(shape).reshape(len(shape), -1).T
     return [f"{site}[{', '.join(labels[a][i] for a, i in enumerate(row))}]" for row in idx]
